@@ -1,0 +1,208 @@
+"""One settings object for specrag: defaults <- YAML file <- ``SPECRAG_*`` env vars.
+
+``Settings.load()`` builds the effective settings and remembers where each value
+came from (``default``, ``file:PATH`` or ``env:NAME``) so ``specrag config show``
+can explain them. Nested fields are addressed with ``__`` in env vars, e.g.
+``SPECRAG_RETRIEVAL__TOP_K=20``. Secrets are never stored here, only the *name*
+of the environment variable that holds them.
+
+Deliberately not here: validation of model availability (see ``sources``) and any
+I/O beyond reading the YAML file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+ENV_PREFIX = "SPECRAG_"
+PROFILES = ("offline", "hub")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Model per role; empty means "the profile's default" (see ``sources.PROFILES``)."""
+
+    embedder: str = ""
+    draft: str = ""
+    verifier: str = ""
+    reranker: str = ""
+    heavy: str = ""
+
+
+@dataclass(frozen=True)
+class EmbedderSettings:
+    backend: str = "onnx-int8"  # onnx-int8 | onnx-fp32 | torch
+    batch_size: int = 32
+    max_seq_length: int = 256
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    chunk_size: int = 200  # tokens of the embedder's tokenizer
+    chunk_overlap: int = 40
+    max_file_mb: float = 50.0
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    top_k: int = 50  # the broad speculative set
+    draft_k: int = 3  # chunks the draft model sees
+    verify_k: int = 10  # chunks the verifier checks the draft against
+    heavy_k: int = 8  # reranked chunks the heavy model sees
+
+
+@dataclass(frozen=True)
+class VerifySettings:
+    threshold: float = 0.8
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    chroma_url: str = ""  # empty: embedded PersistentClient under data_dir/chroma
+    collection: str = "default"
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: str = "~/.specrag"
+    cache_dir: str = ""  # empty: data_dir/cache
+    profile: str = "offline"  # offline | hub
+    models: ModelSettings = field(default_factory=ModelSettings)
+    embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    verify: VerifySettings = field(default_factory=VerifySettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    anthropic_api_key_env: str = "ANTHROPIC_API_KEY"
+
+    # -- derived paths -------------------------------------------------------
+    @property
+    def data_path(self) -> Path:
+        return Path(os.path.expanduser(self.data_dir))
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(os.path.expanduser(self.cache_dir)) if self.cache_dir else self.data_path / "cache"
+
+    # -- dict / YAML round trip ------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Settings":
+        return _build(cls, data, "")
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> "Settings":
+        return cls.from_dict(yaml.safe_load(text) or {})
+
+    def with_values(self, **dotted: Any) -> "Settings":
+        """Copy with values replaced by dotted path, e.g. ``{"retrieval.top_k": 5}``."""
+        data = self.to_dict()
+        for key, value in dotted.items():
+            _set_path(data, key.split("."), value)
+        return Settings.from_dict(data)
+
+    # -- loading ---------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike | None = None,
+             env: dict[str, str] | None = None) -> tuple["Settings", dict[str, str]]:
+        """Effective settings and a map ``dotted.key -> origin``.
+
+        The YAML file is ``path``, else ``$SPECRAG_CONFIG``, else
+        ``DATA_DIR/specrag.yaml`` when it exists.
+        """
+        env = dict(os.environ if env is None else env)
+        data = cls().to_dict()
+        origins = {k: "default" for k in _flat(data)}
+        path = path or env.get(ENV_PREFIX + "CONFIG")
+        if not path:
+            data_dir = env.get(ENV_PREFIX + "DATA_DIR", data["data_dir"])
+            candidate = Path(os.path.expanduser(data_dir)) / "specrag.yaml"
+            path = candidate if candidate.exists() else None
+        if path:
+            file_data = yaml.safe_load(Path(path).read_text()) or {}
+            if not isinstance(file_data, dict):
+                raise ValueError(f"{path}: settings file must be a mapping")
+            for key, value in _flat(file_data).items():
+                if key not in origins:
+                    raise ValueError(f"{path}: unknown setting '{key}'")
+                _set_path(data, key.split("."), value)
+                origins[key] = f"file:{path}"
+        for name, raw in env.items():
+            if not name.startswith(ENV_PREFIX) or name == ENV_PREFIX + "CONFIG":
+                continue
+            key = name[len(ENV_PREFIX):].lower().replace("__", ".")
+            if key in origins:
+                _set_path(data, key.split("."), yaml.safe_load(raw) if raw else "")
+                origins[key] = f"env:{name}"
+        settings = cls.from_dict(data)
+        if settings.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got '{settings.profile}' "
+                             f"(set SPECRAG_PROFILE)")
+        return settings, origins
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def flat(settings: Settings) -> dict[str, Any]:
+    """Dotted key -> value, the shape ``config show`` prints."""
+    return _flat(settings.to_dict())
+
+
+def _set_path(data: dict[str, Any], keys: list[str], value: Any) -> None:
+    for key in keys[:-1]:
+        data = data.setdefault(key, {})
+    data[keys[-1]] = value
+
+
+def _build(cls: type, data: dict[str, Any], where: str) -> Any:
+    hints = get_type_hints(cls)
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown setting(s): {', '.join(where + u for u in sorted(unknown))}")
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        hint, value = hints[f.name], data[f.name]
+        if is_dataclass(hint):
+            kwargs[f.name] = _build(hint, value or {}, f"{where}{f.name}.")
+        else:
+            kwargs[f.name] = _coerce(hint, value, where + f.name)
+    return cls(**kwargs)
+
+
+def _coerce(hint: Any, value: Any, name: str) -> Any:
+    try:
+        if hint is bool and isinstance(value, str):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        if hint in (int, float, str, bool):
+            return hint(value) if value is not None else hint()
+    except (TypeError, ValueError):
+        raise ValueError(f"setting '{name}' expects {hint.__name__}, got {value!r}") from None
+    return value
+
+
+__all__ = ["Settings", "ModelSettings", "EmbedderSettings", "ChunkingSettings",
+           "RetrievalSettings", "VerifySettings", "StoreSettings", "flat", "replace"]

