@@ -1,0 +1,1 @@
+"""Gradio user interface; renders library results only."""

@@ -1,0 +1,73 @@
+"""The command line end to end, in real subprocesses (console entry point and -m)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import CACHE
+from tests.docs_fixture import write_bad_files, write_handbook
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cli(tmp_path):
+    env = {**os.environ, "SPECRAG_DATA_DIR": str(tmp_path / "data"), "SPECRAG_CACHE_DIR": CACHE}
+    exe = shutil.which("specrag", path=os.path.dirname(sys.executable)) or "specrag"
+
+    def run(*args, module=False, check=None):
+        cmd = [sys.executable, "-m", "specrag", *args] if module else [exe, *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        if check is not None:
+            assert proc.returncode == check, proc.stderr
+        return proc
+    return run
+
+
+def test_ingest_search_docs_delete(tmp_path, cli):
+    write_handbook(tmp_path / "docs")
+    write_bad_files(tmp_path / "docs")
+    proc = cli("ingest", str(tmp_path / "docs"), "--json", check=1)  # some files failed
+    out = json.loads(proc.stdout)
+    status = {r["source"]: r["status"] for r in out["results"]}
+    assert status["leave.pdf"] == "added" and status["locked.pdf"] == "failed"
+    assert out["chunks_added"] >= 5
+
+    proc = cli("search", "parental leave weeks", "-k", "3", "--json", check=0)
+    hits = json.loads(proc.stdout)["hits"]
+    assert len(hits) == 3 and hits[0]["source"] == "leave.pdf" and hits[0]["page"] == 2
+
+    human = cli("search", "disk encryption", "-k", "2", module=True, check=0).stdout
+    assert human.splitlines()[0].startswith("2 hits") and "security.html" in human
+
+    queries = tmp_path / "q.txt"
+    queries.write_text("expense deadline\n\non-call handover\n")
+    lines = cli("search", "--queries", str(queries), "-k", "1", check=0).stdout.splitlines()
+    assert [json.loads(l)["hits"][0]["source"] for l in lines] == ["expenses.docx", "oncall.md"]
+
+    listed = json.loads(cli("docs", "list", "--json", check=0).stdout)
+    assert len(listed) == 5
+    cli("docs", "delete", "notes.txt", check=0)
+    assert "notes.txt" not in cli("docs", "list", check=0).stdout
+    err = cli("docs", "delete", "notes.txt", check=1).stderr
+    assert "no document 'notes.txt'" in err
+    again = json.loads(cli("ingest", str(tmp_path / "docs" / "leave.pdf"), "--json",
+                           check=0).stdout)
+    assert again["results"][0]["status"] == "unchanged"
+
+
+def test_errors_are_one_clear_line(tmp_path, cli):
+    proc = cli("search", "anything", "-c", "nothing-here", check=2)
+    assert proc.stderr.strip() == ("specrag: error: collection 'nothing-here' does not exist: "
+                                   "ingest documents into it first")
+    proc = cli("ingest", str(tmp_path / "missing.pdf"), check=1)
+    assert "missing.pdf: file not found" in proc.stdout
+    env_err = subprocess.run([sys.executable, "-m", "specrag", "search", "x"],
+                             capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "SPECRAG_RETRIEVAL__TOP_K": "lots"})
+    assert env_err.returncode == 2 and "retrieval.top_k" in env_err.stderr
+    assert "Traceback" not in env_err.stderr
