@@ -91,6 +91,8 @@ class Ingestor:
         collection = check_collection_name(collection or self.settings.store.collection)
         self.warm_up()
         self.store.recover(collection)
+        # one registry read for the whole batch instead of one round trip per file
+        known = {d.doc_id: d for d in self.store.documents(collection)}
         results: list[FileResult | None] = [None] * len(items)
         group: list[tuple[int, ParsedDocument, list[Chunk], float, bool]] = []
         done = 0
@@ -106,10 +108,10 @@ class Ingestor:
             t0 = time.perf_counter()
             source = clean_source(raw_name)
             if any(g[2][0].doc_id == doc_id_for(collection, source) for g in group):
-                self._store_group(group, collection, report)  # same name twice: keep order
+                self._store_group(group, collection, report, known)  # same name twice: keep order
                 group = []
             try:
-                doc, chunks, existing = self._prepare(source, read, collection)
+                doc, chunks, existing = self._prepare(source, read, collection, known)
             except IngestError as err:
                 report(i, FileResult(source, "failed", reason=str(err),
                                      seconds=time.perf_counter() - t0))
@@ -125,10 +127,10 @@ class Ingestor:
                 continue
             group.append((i, doc, chunks, t0, existing is not None))
             if sum(len(g[2]) for g in group) >= GROUP_CHUNKS:
-                self._store_group(group, collection, report)
+                self._store_group(group, collection, report, known)
                 group = []
         if group:
-            self._store_group(group, collection, report)
+            self._store_group(group, collection, report, known)
         return IngestReport(tuple(r for r in results if r is not None))
 
     def delete(self, doc_id_or_source: str, collection: str | None = None) -> bool:
@@ -140,13 +142,14 @@ class Ingestor:
         return False
 
     # -- internals -------------------------------------------------------------------
-    def _prepare(self, source: str, read: Callable[[], bytes], collection: str):
+    def _prepare(self, source: str, read: Callable[[], bytes], collection: str,
+                 known: dict[str, DocumentInfo]):
         limit = int(self.settings.chunking.max_file_mb * 1024 * 1024)
         data = read()
         doc = parse_bytes(data, source, max_bytes=limit)
         doc = replace(doc, source=source)
         doc_id = doc_id_for(collection, doc.source)
-        existing = self.store.document(collection, doc_id)
+        existing = known.get(doc_id)
         if existing is not None and existing.version == doc.sha256:
             return doc, [], existing
         chunks = self._chunker.chunk(doc, doc_id, collection)
@@ -154,7 +157,8 @@ class Ingestor:
             raise IngestError(f"{source}: no text to index")
         return doc, chunks, existing
 
-    def _store_group(self, group, collection: str, report) -> None:
+    def _store_group(self, group, collection: str, report,
+                     known: dict[str, DocumentInfo]) -> None:
         all_chunks = [c for _, _, chunks, _, _ in group for c in chunks]
         try:
             vectors = self.embedder.encode_documents([c.text for c in all_chunks])
@@ -162,10 +166,11 @@ class Ingestor:
                                           for _, d, c, _, _ in group])
             self.store.add_chunks(collection, all_chunks, vectors)
             now = time.time()
-            self.store.commit(collection, [
-                DocumentInfo(doc_id=c[0].doc_id, source=d.source, version=d.sha256,
-                             chunks=len(c), size_bytes=d.size_bytes, format=d.format,
-                             ingested_at=now, pages=d.pages) for _, d, c, _, _ in group])
+            infos = [DocumentInfo(doc_id=c[0].doc_id, source=d.source, version=d.sha256,
+                                  chunks=len(c), size_bytes=d.size_bytes, format=d.format,
+                                  ingested_at=now, pages=d.pages) for _, d, c, _, _ in group]
+            self.store.commit(collection, infos)
+            known.update((i.doc_id, i) for i in infos)
         except Exception as err:  # noqa: BLE001 - report, the store hides uncommitted chunks
             for i, doc, _, t0, _ in group:
                 report(i, FileResult(doc.source, "failed", seconds=time.perf_counter() - t0,

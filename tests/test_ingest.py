@@ -158,3 +158,14 @@ def test_chroma_server_backend(tmp_path, embedder, chroma_server):
     assert ing.delete("leave.pdf", collection="srv")
     assert sorted(d.source for d in Store(s).documents("srv")) == [
         "expenses.docx", "notes.txt", "oncall.md", "security.html"]
+
+
+def test_same_name_twice_in_one_batch(tmp_path, ingestor):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "policy.txt").write_text("Remote work is allowed two days a week.\n")
+    (b / "policy.txt").write_text("Remote work is allowed three days a week.\n")
+    (tmp_path / "policy.txt").write_text("Remote work is allowed three days a week.\n")
+    report = ingestor.ingest([a / "policy.txt", b / "policy.txt", tmp_path / "policy.txt"])
+    assert [r.status for r in report.results] == ["added", "replaced", "unchanged"]
+    assert ingestor.store.count("default") == 1
