@@ -62,6 +62,28 @@ class RetrievalSettings:
 @dataclass(frozen=True)
 class VerifySettings:
     threshold: float = 0.8
+    aggregate: str = "min"  # over sentences: min | mean
+    escalate_abstentions: bool = True  # a draft that only says "the documents do not say"
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Backends as ``NAME`` (local: model from ``models.ROLE``) or ``NAME:MODEL`` (remote)."""
+
+    draft: str = "llama-cpp"  # llama-cpp | transformers | openai:MODEL | anthropic:MODEL | fake
+    heavy: str = "llama-cpp"  # e.g. anthropic:claude-sonnet-4-5
+    policy: str = "lazy"  # lazy | eager | draft-only | heavy-only
+    eager_heavy: bool = True  # eager also starts the heavy generation, not only the rerank
+    draft_max_tokens: int = 96
+    heavy_max_tokens: int = 256
+    temperature: float = 0.0
+    openai_base_url: str = "http://127.0.0.1:8000/v1"
+    openai_api_key_env: str = "OPENAI_API_KEY"
+    anthropic_base_url: str = ""
+    threads: int = 0  # CPU threads for local models; 0: all cores
+    prices: dict = field(default_factory=lambda: {
+        "claude-opus-4-1": [15.0, 75.0], "claude-sonnet-4-5": [3.0, 15.0],
+        "claude-haiku-4-5": [1.0, 5.0]})  # USD per million tokens [input, output]
 
 
 @dataclass(frozen=True)
@@ -80,6 +102,7 @@ class Settings:
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     verify: VerifySettings = field(default_factory=VerifySettings)
+    generation: GenerationSettings = field(default_factory=GenerationSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     anthropic_api_key_env: str = "ANTHROPIC_API_KEY"
 
@@ -154,10 +177,13 @@ class Settings:
         return settings, origins
 
 
+_LEAF_MAPPINGS = {"generation.prices"}  # dict-valued settings, replaced as a whole
+
+
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and f"{prefix}{key}" not in _LEAF_MAPPINGS:
             out.update(_flat(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
@@ -199,10 +225,14 @@ def _coerce(hint: Any, value: Any, name: str) -> Any:
             return value.strip().lower() in ("1", "true", "yes", "on")
         if hint in (int, float, str, bool):
             return hint(value) if value is not None else hint()
+        if hint is dict and not isinstance(value, dict):
+            raise TypeError
     except (TypeError, ValueError):
-        raise ValueError(f"setting '{name}' expects {hint.__name__}, got {value!r}") from None
+        raise ValueError(f"setting '{name}' expects {getattr(hint, '__name__', hint)}, "
+                         f"got {value!r}") from None
     return value
 
 
 __all__ = ["Settings", "ModelSettings", "EmbedderSettings", "ChunkingSettings",
-           "RetrievalSettings", "VerifySettings", "StoreSettings", "flat", "replace"]
+           "RetrievalSettings", "VerifySettings", "GenerationSettings", "StoreSettings", "flat",
+           "replace"]

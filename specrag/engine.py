@@ -1,0 +1,275 @@
+"""The speculative engine: retrieve broadly, draft fast, verify, escalate only if needed.
+
+``SpeculativeRAG(settings).astream(question)`` yields ``StageEvent``s and ends with a
+``final`` event carrying the ``Answer``; ``aask``/``ask`` return just the answer.
+
+Policies (settings ``generation.policy`` or per call):
+- ``lazy``: rerank and heavy generation start only after the verifier rejects the draft.
+- ``eager``: the rerank (and, with ``eager_heavy``, the heavy generation, buffered)
+  start alongside the draft and are cancelled the moment the draft is accepted.
+- ``draft-only`` / ``heavy-only``: the two baselines.
+A draft that only abstains ("The documents do not say.") is escalated when
+``verify.escalate_abstentions`` is set: the weak model may have missed the answer.
+
+Deliberately not here: retries/failover (wrap the generators), rendering, persistence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import replace
+
+from . import costs
+from .events import POLICIES, Answer, Citation, Draft, HeavyAnswer, StageEvent
+from .generators.base import Usage
+from .prompts import NOT_FOUND, build_messages, cited_numbers
+from .retrieval import Retriever
+from .settings import Settings
+from .types import Hit, SpecragError
+
+
+class SpeculativeRAG:
+    def __init__(self, settings: Settings, retriever=None, draft=None, heavy=None,
+                 verifier=None, reranker=None):
+        self.settings = settings
+        self.retriever = retriever or Retriever(settings)
+        self.draft = draft
+        self.heavy = heavy
+        self.verifier = verifier
+        self.reranker = reranker
+        self._warm = False
+
+    def warm_up(self) -> "SpeculativeRAG":
+        if self._warm:
+            return self
+        from .crossencoder import CrossEncoder
+        from .generators.factory import from_settings
+        from .verifier import Verifier
+
+        v = self.settings.verify
+        self.draft = self.draft or from_settings("draft", self.settings)
+        self.heavy = self.heavy or from_settings("heavy", self.settings)
+        self.verifier = self.verifier or Verifier(self.settings, aggregate=v.aggregate)
+        self.reranker = self.reranker or CrossEncoder(self.settings, "reranker")
+        for part in (self.retriever, self.draft, self.heavy, self.verifier, self.reranker):
+            part.warm_up()
+        self._warm = True
+        return self
+
+    # -- public API ----------------------------------------------------------------
+    def ask(self, question: str, **kw) -> Answer:
+        return asyncio.run(self.aask(question, **kw))
+
+    async def aask(self, question: str, **kw) -> Answer:
+        answer = None
+        async for event in self.astream(question, **kw):
+            if event.kind == "final":
+                answer = event.answer
+        return answer
+
+    async def astream(self, question: str, *, policy: str | None = None,
+                      collection: str | None = None, source: str | list[str] | None = None):
+        s = self.settings
+        policy = policy or s.generation.policy
+        if policy not in POLICIES:
+            raise SpecragError(f"policy must be one of {', '.join(POLICIES)}, got '{policy}'")
+        question = " ".join((question or "").split())
+        if not question:
+            raise SpecragError("the question is empty")
+        await asyncio.to_thread(self.warm_up)
+        t0 = time.perf_counter()
+        clock = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
+        timings: dict[str, float] = {}
+        ret = await asyncio.to_thread(self.retriever.retrieve, question,
+                                      s.retrieval.top_k, collection, source)
+        timings.update(vector_search=ret.search_ms, retrieval=clock())
+        hits = ret.hits
+        yield StageEvent("retrieved", clock(), hits=hits)
+        run = _Run(self, question, hits, policy, clock, timings)
+        if not hits:
+            yield run.final(NOT_FOUND, "draft")
+            return
+        if policy == "eager":
+            run.start_eager()
+        try:
+            if policy == "heavy-only":
+                async for ev in run.heavy_phase():
+                    yield ev
+                return
+            async for ev in run.draft_phase():
+                yield ev
+            accept = run.verdict.accepted and not (run.verdict.abstained
+                                                  and s.verify.escalate_abstentions)
+            if policy == "draft-only" or accept:
+                await run.cancel_eager()
+                yield run.final(run.draft.text, "draft")
+                return
+            async for ev in run.heavy_phase():
+                yield ev
+        finally:
+            await run.cancel_eager()
+
+
+class _Run:
+    """The state of one question; the engine's phases as small async steps."""
+
+    def __init__(self, engine: SpeculativeRAG, question: str, hits: tuple[Hit, ...], policy: str,
+                 clock, timings: dict[str, float]):
+        self.e, self.s = engine, engine.settings
+        self.question, self.hits, self.policy = question, hits, policy
+        self.clock, self.timings = clock, timings
+        self.draft: Draft | None = None
+        self.verdict = None
+        self.heavy: HeavyAnswer | None = None
+        self.reranked: tuple[Hit, ...] = ()
+        self.usage: list[Usage] = []
+        self._rerank_task: asyncio.Task | None = None
+        self._heavy_task: asyncio.Task | None = None
+        self._heavy_queue: asyncio.Queue | None = None
+        self.heavy_cancelled = False
+
+    # -- draft and verify ------------------------------------------------------------
+    async def draft_phase(self):
+        chunks = [h.chunk for h in self.hits[:self.s.retrieval.draft_k]]
+        messages = build_messages(self.question, chunks, "draft")
+        start, parts, usage = self.clock(), [], None
+        async for item in self.e.draft.stream(messages, max_tokens=self.s.generation.draft_max_tokens,
+                                              temperature=self.s.generation.temperature):
+            if isinstance(item, Usage):
+                usage = item
+                continue
+            if not parts:
+                self.timings.setdefault("first_token", self.clock())
+                self.timings["draft_ttft"] = self.clock() - start
+            parts.append(item)
+            yield StageEvent("draft_token", self.clock(), text=item)
+        self.timings["draft"] = self.clock() - start
+        self.draft = Draft("".join(parts).strip(), tuple(chunks), usage)
+        self.usage.append(usage)
+        yield StageEvent("draft_done", self.clock(), draft=self.draft)
+        start = self.clock()
+        verify_hits = self.hits[:self.s.retrieval.verify_k]
+        self.verdict = await asyncio.to_thread(self.e.verifier.verify, self.draft.text,
+                                               list(verify_hits))
+        self.verify_chunks = tuple(h.chunk for h in verify_hits)
+        self.timings["verify"] = self.clock() - start
+        yield StageEvent("verdict", self.clock(), verdict=self.verdict)
+
+    # -- rerank and heavy -----------------------------------------------------------
+    async def _rerank(self) -> tuple[Hit, ...]:
+        start = self.clock()
+        ranked = await asyncio.to_thread(self.e.reranker.rank, self.question,
+                                         [h.chunk.text for h in self.hits], len(self.hits))
+        self.timings["rerank"] = self.clock() - start
+        return tuple(replace(self.hits[r["corpus_id"]], score=float(r["score"]), rank=i + 1)
+                     for i, r in enumerate(ranked))
+
+    def _heavy_messages(self, reranked) -> tuple[list[dict], list]:
+        chunks = [h.chunk for h in reranked[:self.s.retrieval.heavy_k]]
+        return build_messages(self.question, chunks, "heavy"), chunks
+
+    async def _heavy_to_queue(self, queue: asyncio.Queue) -> None:
+        """Eager mode: rerank, then generate into a buffer the consumer may never read."""
+        sent = 0
+        try:
+            reranked = await self._rerank_task
+            messages, _ = self._heavy_messages(reranked)
+            self.timings["heavy_start"] = self.clock()
+            async for item in self.e.heavy.stream(
+                    messages, max_tokens=self.s.generation.heavy_max_tokens,
+                    temperature=self.s.generation.temperature):
+                sent += not isinstance(item, Usage)
+                await queue.put(item)
+        except asyncio.CancelledError:
+            if "heavy_start" in self.timings:  # the call was made: count what it produced
+                backend = getattr(self.e.heavy, "name", "")
+                tokens_in = sum(len(m["content"]) for m in messages) // 4
+                self.usage.append(Usage(backend, getattr(self.e.heavy, "model", ""), tokens_in,
+                                        sent, cancelled=True))
+            raise
+        except Exception as err:  # noqa: BLE001 - handed to the consumer, raised there
+            await queue.put(err)
+        await queue.put(None)
+
+    def start_eager(self) -> None:
+        self._rerank_task = asyncio.create_task(self._rerank())
+        if self.s.generation.eager_heavy:
+            self._heavy_queue = asyncio.Queue()
+            self._heavy_task = asyncio.create_task(self._heavy_to_queue(self._heavy_queue))
+
+    async def cancel_eager(self) -> None:
+        for task in (self._heavy_task, self._rerank_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                if task is self._heavy_task:
+                    self.heavy_cancelled = True
+
+    async def heavy_phase(self):
+        self.reranked = await (self._rerank_task if self._rerank_task else self._rerank())
+        yield StageEvent("rerank_done", self.clock(), reranked=self.reranked)
+        messages, chunks = self._heavy_messages(self.reranked)
+        start = self.timings.get("heavy_start", self.clock())
+        if self._heavy_queue is not None:
+            items = _drain(self._heavy_queue, self._heavy_task)
+        else:
+            items = self.e.heavy.stream(messages, max_tokens=self.s.generation.heavy_max_tokens,
+                                        temperature=self.s.generation.temperature)
+        parts, usage = [], None
+        async for item in items:
+            if isinstance(item, Usage):
+                usage = item
+                continue
+            if not parts:
+                self.timings.setdefault("first_token", self.clock())
+                self.timings["heavy_ttft"] = self.clock() - start
+            parts.append(item)
+            yield StageEvent("heavy_token", self.clock(), text=item)
+        self.timings["heavy"] = self.clock() - start
+        self.heavy = HeavyAnswer("".join(parts).strip(), tuple(chunks), usage)
+        self.usage.append(usage)
+        yield StageEvent("heavy_done", self.clock(), heavy=self.heavy)
+        yield self.final(self.heavy.text, "heavy")
+
+    # -- the answer -------------------------------------------------------------------
+    def final(self, text: str, tier: str) -> StageEvent:
+        self.timings["total"] = self.clock()
+        prices = self.s.generation.prices
+        used = self.heavy.chunks if tier == "heavy" and self.heavy else (
+            self.draft.chunks if self.draft else ())
+        numbers = [n for n in cited_numbers(text) if 1 <= n <= len(used)]
+        citations = tuple(Citation(n, used[n - 1].source, used[n - 1].page, used[n - 1].text,
+                                   used[n - 1].id) for n in numbers)
+        spent = sum(costs.cost(u, prices) for u in self.usage if u)
+        answer = Answer(
+            question=self.question, text=text, tier=tier, policy=self.policy, draft=self.draft,
+            verdict=self.verdict, heavy=self.heavy, citations=citations, hits=self.hits,
+            verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
+            usage=tuple(u for u in self.usage if u), cost_usd=spent,
+            heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled)
+        return StageEvent("final", self.clock(), answer=answer)
+
+    def _heavy_only_cost(self) -> float:
+        """What answering with the heavy model alone costs (estimated when it did not run)."""
+        prices = self.s.generation.prices
+        if self.heavy and self.heavy.usage:
+            return costs.cost(self.heavy.usage, prices)
+        messages, _ = self._heavy_messages(self.reranked or self.hits)
+        tokens_in = sum(len(m["content"]) for m in messages) // 4  # ~4 characters per token
+        tokens_out = self.draft.usage.output_tokens if self.draft and self.draft.usage else 0
+        return costs.estimate(getattr(self.e.heavy, "name", ""), getattr(self.e.heavy, "model", ""),
+                              tokens_in, tokens_out, prices)
+
+
+async def _drain(queue: asyncio.Queue, task: asyncio.Task):
+    while True:
+        item = await queue.get()
+        if item is None:
+            break
+        if isinstance(item, Exception):
+            raise item
+        yield item
+    await task  # surfaces an exception raised by the heavy generation

@@ -1,0 +1,86 @@
+"""Claude through the official ``anthropic`` SDK, streamed.
+
+The key is read from the environment variable named in settings (never stored);
+``base_url`` points the SDK at another Messages-API endpoint (a proxy, a test
+server). The SDK's own retries are switched off: retries, backoff and failover
+belong to the resilience layer, which needs to see every attempt. SDK errors become
+``GenerationError`` with ``retryable`` set for 429, 5xx, 529, timeouts and dropped
+connections.
+
+Deliberately not here: PII redaction (security issue) and prompt building.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .base import GenerationError, Timer, Usage, register
+
+RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+@register("anthropic")
+class AnthropicGenerator:
+    name = "anthropic"
+
+    def __init__(self, model: str = "claude-sonnet-4-5", api_key_env: str = "ANTHROPIC_API_KEY",
+                 base_url: str | None = None, timeout_s: float = 60.0, **_):
+        self.model = model or "claude-sonnet-4-5"
+        self.api_key_env = api_key_env
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.timeout_s = timeout_s
+        self._client = None
+
+    def warm_up(self) -> "AnthropicGenerator":
+        if self._client is None:
+            try:
+                import anthropic
+            except ImportError as err:  # pragma: no cover
+                raise ImportError("the Anthropic backend needs: pip install anthropic") from err
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise GenerationError(f"no Anthropic API key: set the {self.api_key_env} "
+                                      "environment variable (or a Space secret)")
+            self._client = anthropic.AsyncAnthropic(api_key=key, base_url=self.base_url,
+                                                    max_retries=0, timeout=self.timeout_s)
+        return self
+
+    async def stream(self, messages, *, max_tokens: int = 512, temperature: float = 0.0):
+        import anthropic
+
+        self.warm_up()
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        convo = [m for m in messages if m["role"] != "system"]
+        timer = Timer()
+        out_chunks = 0
+        kwargs = dict(model=self.model, max_tokens=max_tokens, temperature=temperature,
+                      messages=convo)
+        if system:
+            kwargs["system"] = system
+        try:
+            async with self._client.messages.stream(**kwargs) as stream:
+                async for text in stream.text_stream:
+                    if text:
+                        timer.token()
+                        out_chunks += 1
+                        yield text
+                final = await stream.get_final_message()
+        except anthropic.APIStatusError as err:
+            raise GenerationError(f"Anthropic {err.status_code}: {_message(err)}",
+                                  retryable=err.status_code in RETRYABLE,
+                                  status=err.status_code) from None
+        except (anthropic.APIConnectionError, anthropic.APITimeoutError) as err:
+            raise GenerationError(f"Anthropic connection failed: {type(err).__name__}",
+                                  retryable=True) from None
+        except anthropic.APIError as err:  # e.g. a stream cut off or malformed mid-way
+            raise GenerationError(f"Anthropic stream failed: {err}", retryable=True) from None
+        usage = final.usage
+        yield Usage("anthropic", self.model, usage.input_tokens,
+                    usage.output_tokens or out_chunks, timer.ttft_ms, timer.total_ms)
+
+
+def _message(err) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        return str(body.get("error", {}).get("message", body))[:200]
+    return str(err)[:200]

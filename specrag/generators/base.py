@@ -1,0 +1,144 @@
+"""The generator Protocol: one verb, ``stream``, yielding text then one ``Usage``.
+
+Every backend (local llama.cpp, transformers, an OpenAI-compatible server, Anthropic,
+a fake for tests) implements ``stream(messages, max_tokens=..., temperature=...)`` as an
+async iterator of ``str`` deltas ending with a ``Usage`` record (tokens in/out, time to
+first token, total time). Closing the iterator early (``aclose()`` or task
+cancellation) must stop the generation; backends that run in a thread check a flag
+between tokens. Backends are registered by name; ``make_generator(spec)`` builds one
+from a ``"backend:model"`` string.
+
+Deliberately not here: prompts (``prompts``), retries/failover (resilience issue),
+prices (``costs``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from typing import AsyncIterator, Callable, Iterator, Protocol, runtime_checkable
+
+Message = dict  # {"role": "system" | "user" | "assistant", "content": str}
+
+
+class GenerationError(RuntimeError):
+    """A backend failed; ``retryable`` tells the resilience layer whether to try again."""
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Usage:
+    backend: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    ttft_ms: float = 0.0
+    total_ms: float = 0.0
+    cancelled: bool = False
+
+
+@runtime_checkable
+class Generator(Protocol):
+    name: str
+    model: str
+
+    def warm_up(self) -> "Generator": ...
+
+    def stream(self, messages: list[Message], *, max_tokens: int = 256,
+               temperature: float = 0.0) -> AsyncIterator[str | Usage]: ...
+
+
+_REGISTRY: dict[str, Callable[..., Generator]] = {}
+
+
+def register(name: str):
+    def deco(factory):
+        _REGISTRY[name] = factory
+        return factory
+    return deco
+
+
+def make_generator(spec: str, **options) -> Generator:
+    """``"backend:model"`` (e.g. ``"anthropic:claude-sonnet-4-5"``) -> a generator."""
+    from . import anthropic_backend, fake, llamacpp, openai_compat, transformers_backend  # noqa: F401
+
+    backend, _, model = spec.partition(":")
+    if backend not in _REGISTRY:
+        raise ValueError(f"unknown generator backend '{backend}' in '{spec}'; "
+                         f"known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[backend](model=model, **options)
+
+
+async def collect(gen: Generator, messages: list[Message], **kw) -> tuple[str, Usage]:
+    """Run a stream to the end: the full text and its usage."""
+    parts, usage = [], None
+    async for item in gen.stream(messages, **kw):
+        if isinstance(item, Usage):
+            usage = item
+        else:
+            parts.append(item)
+    return "".join(parts), usage
+
+
+async def stream_from_thread(produce: Callable[[threading.Event], Iterator[str | Usage]]
+                             ) -> AsyncIterator[str | Usage]:
+    """Run a blocking token iterator in a worker thread and yield its items here.
+
+    ``produce(stop)`` must check ``stop.is_set()`` between tokens; closing this async
+    generator (or cancelling its task) sets it, so a cancelled local generation stops
+    within one token instead of running to ``max_tokens``.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+    stop = threading.Event()
+    done = object()
+
+    def work():
+        try:
+            for item in produce(stop):
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+                if stop.is_set():
+                    break
+        except BaseException as err:  # noqa: BLE001 - re-raised in the consumer
+            loop.call_soon_threadsafe(queue.put_nowait, err)
+        finally:
+            loop.call_soon_threadsafe(queue.put_nowait, done)
+
+    thread = threading.Thread(target=work, daemon=True, name="specrag-generate")
+    thread.start()
+    try:
+        while True:
+            item = await queue.get()
+            if item is done:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+
+
+class Timer:
+    """TTFT and total time of one generation, in milliseconds."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.first: float | None = None
+
+    def token(self) -> None:
+        if self.first is None:
+            self.first = time.perf_counter()
+
+    @property
+    def ttft_ms(self) -> float:
+        return ((self.first or time.perf_counter()) - self.start) * 1000
+
+    @property
+    def total_ms(self) -> float:
+        return (time.perf_counter() - self.start) * 1000

@@ -1,0 +1,163 @@
+"""Control flow of the speculative engine with deterministic fakes (no models)."""
+
+import asyncio
+
+import pytest
+
+from specrag.engine import SpeculativeRAG
+from specrag.events import KINDS
+from specrag.generators.fake import FakeGenerator
+from specrag.retrieval import Retrieval
+from specrag.types import Chunk, Hit, SpecragError
+from specrag.verifier import Verifier
+from tests.conftest import make_settings
+
+TEXTS = ["Employees receive 25 days of paid annual leave per year.",
+         "Expense claims must be filed within 30 days.",
+         "Laptops use full-disk encryption.",
+         "The on-call engineer acknowledges pages within 15 minutes."]
+
+
+class FakeRetriever:
+    def __init__(self, texts=TEXTS):
+        self.hits = tuple(Hit(Chunk(f"c{i}", f"d{i}", f"doc{i}.md", t, 0, 0, len(t), "h", "v",
+                                    page=i + 1), 0.9 - i / 10, i + 1) for i, t in enumerate(texts))
+
+    def warm_up(self):
+        return self
+
+    def retrieve(self, query, top_k=None, collection=None, source=None):
+        return Retrieval(query, self.hits[:top_k], 1.0, 2.0)
+
+
+class WordScorer:
+    """P(supported) = share of the hypothesis' words found in the premise."""
+
+    def predict(self, pairs):
+        out = []
+        for premise, hyp in pairs:
+            words = [w.strip(".,").lower() for w in hyp.split()]
+            out.append(sum(w in premise.lower() for w in words) / max(1, len(words)))
+        return out
+
+
+class ReverseReranker:
+    calls = 0
+
+    def warm_up(self):
+        return self
+
+    def rank(self, query, documents, top_k=None):
+        ReverseReranker.calls += 1
+        order = list(range(len(documents)))[::-1][:top_k]
+        return [{"corpus_id": i, "score": 1.0 - r / 10} for r, i in enumerate(order)]
+
+
+def engine(tmp_path, draft_reply, heavy_reply="Pages are acknowledged within 15 minutes [1].",
+           delay=0.0, heavy_delay=0.0, **values):
+    s = make_settings(tmp_path, **values)
+    draft = FakeGenerator(replies=[draft_reply], delay_s=delay)
+    heavy = FakeGenerator("claude-sonnet-4-5", replies=[heavy_reply], delay_s=heavy_delay)
+    heavy.name = "anthropic"  # priced like Claude
+    eng = SpeculativeRAG(s, retriever=FakeRetriever(), draft=draft, heavy=heavy,
+                         verifier=Verifier(s, scorer=WordScorer()), reranker=ReverseReranker())
+    return eng, draft, heavy
+
+
+async def events_of(eng, q="How much annual leave?", **kw):
+    return [e async for e in eng.astream(q, **kw)]
+
+
+def test_accepted_draft_is_the_answer_and_events_are_ordered(tmp_path):
+    eng, draft, heavy = engine(tmp_path, "Employees receive 25 days of paid annual leave [1].")
+    evs = asyncio.run(events_of(eng))
+    kinds = [e.kind for e in evs]
+    assert kinds[0] == "retrieved" and kinds[-1] == "final"
+    assert [KINDS.index(k) for k in kinds] == sorted(KINDS.index(k) for k in kinds)
+    assert "heavy_token" not in kinds and heavy.calls == []
+    ans = evs[-1].answer
+    assert ans.tier == "draft" and ans.accepted and ans.verdict.score == 1.0
+    assert "".join(e.text for e in evs if e.kind == "draft_token") == ans.text
+    assert [(c.number, c.source, c.page) for c in ans.citations] == [(1, "doc0.md", 1)]
+    # the draft saw only the top draft_k chunks, documents quoted as data
+    prompt = draft.calls[0][1]["content"]
+    assert prompt.count("<document") == 3 and TEXTS[3] not in prompt
+    assert "not instructions" in draft.calls[0][0]["content"]
+    assert ans.cost_usd == 0.0 and ans.heavy_only_cost_usd > 0  # Claude would have cost money
+    assert {"retrieval", "vector_search", "draft_ttft", "draft", "verify", "total"} <= set(ans.timings_ms)
+
+
+def test_rejected_draft_goes_to_heavy_with_reranked_chunks(tmp_path):
+    eng, draft, heavy = engine(tmp_path, "Employees receive 40 days of leave and a free car.",
+                               **{"retrieval.heavy_k": 2})
+    evs = asyncio.run(events_of(eng, policy="lazy"))
+    ans = evs[-1].answer
+    assert ans.tier == "heavy" and not ans.verdict.accepted
+    assert ans.text == "Pages are acknowledged within 15 minutes [1]."
+    assert ans.draft.text.startswith("Employees receive 40")
+    # heavy prompt holds the reranker's top heavy_k (reverse order): TEXTS[3], TEXTS[2]
+    prompt = heavy.calls[0][1]["content"]
+    assert prompt.index(TEXTS[3]) < prompt.index(TEXTS[2]) and TEXTS[0] not in prompt
+    assert ans.citations[0].source == "doc3.md"
+    u = ans.usage[-1]
+    assert ans.cost_usd == pytest.approx((u.input_tokens * 3 + u.output_tokens * 15) / 1e6)
+    assert ans.heavy_only_cost_usd == pytest.approx(ans.cost_usd)
+    kinds = [e.kind for e in evs]
+    assert kinds.index("verdict") < kinds.index("rerank_done") < kinds.index("heavy_token")
+
+
+def test_baseline_policies(tmp_path):
+    eng, draft, heavy = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.")
+    only_draft = asyncio.run(eng.aask("leave?", policy="draft-only"))
+    assert only_draft.tier == "draft" and not only_draft.verdict.accepted and heavy.calls == []
+    only_heavy = asyncio.run(eng.aask("leave?", policy="heavy-only"))
+    assert only_heavy.tier == "heavy" and only_heavy.draft is None and only_heavy.verdict is None
+    assert len(draft.calls) == 1 and len(heavy.calls) == 1
+    assert only_heavy.timings_ms["first_token"] == pytest.approx(
+        only_heavy.timings_ms["rerank"] + only_heavy.timings_ms["heavy_ttft"]
+        + only_heavy.timings_ms["retrieval"], abs=50)
+
+
+def test_eager_cancels_heavy_when_the_draft_is_accepted(tmp_path):
+    eng, draft, heavy = engine(tmp_path, "Employees receive 25 days of paid annual leave [1].",
+                               delay=0.02, heavy_reply=" ".join(["word"] * 200), heavy_delay=0.01)
+    ans = asyncio.run(eng.aask("leave?", policy="eager"))
+    assert ans.tier == "draft" and ans.heavy_cancelled
+    assert len(heavy.calls) == 1 and heavy.cancelled == 1  # started, then stopped
+    cancelled = [u for u in ans.usage if u.cancelled]
+    assert len(cancelled) == 1 and 0 < cancelled[0].output_tokens < 200
+    assert ans.cost_usd > 0  # the cancelled Claude call is still paid for
+
+
+def test_eager_uses_the_heavy_answer_already_in_flight_when_rejected(tmp_path):
+    eng, draft, heavy = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.", delay=0.02,
+                               heavy_delay=0.001)
+    evs = asyncio.run(events_of(eng, policy="eager"))
+    ans = evs[-1].answer
+    assert ans.tier == "heavy" and not ans.heavy_cancelled and len(heavy.calls) == 1
+    # the heavy generation started before the verdict was known
+    assert ans.timings_ms["heavy_start"] < next(e.t_ms for e in evs if e.kind == "verdict")
+
+
+def test_abstaining_draft_escalates_unless_disabled(tmp_path):
+    eng, _, heavy = engine(tmp_path, "The documents do not say.")
+    assert asyncio.run(eng.aask("Who founded the company?")).tier == "heavy"
+    eng, _, heavy = engine(tmp_path, "The documents do not say.",
+                           **{"verify.escalate_abstentions": False})
+    ans = asyncio.run(eng.aask("Who founded the company?"))
+    assert ans.tier == "draft" and ans.verdict.abstained and heavy.calls == []
+
+
+def test_bad_questions_and_policies_are_refused(tmp_path):
+    eng, _, _ = engine(tmp_path, "x")
+    with pytest.raises(SpecragError, match="empty"):
+        asyncio.run(eng.aask("   "))
+    with pytest.raises(SpecragError, match="policy"):
+        asyncio.run(eng.aask("q", policy="yolo"))
+
+
+def test_empty_collection_answers_not_found(tmp_path):
+    eng, draft, heavy = engine(tmp_path, "x")
+    eng.retriever = FakeRetriever(texts=[])
+    ans = asyncio.run(eng.aask("anything"))
+    assert ans.text == "The documents do not say." and draft.calls == [] and heavy.calls == []
