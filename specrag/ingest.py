@@ -95,6 +95,8 @@ class Ingestor:
         known = {d.doc_id: d for d in self.store.documents(collection)}
         results: list[FileResult | None] = [None] * len(items)
         group: list[tuple[int, ParsedDocument, list[Chunk], float, bool]] = []
+        group_ids: set[str] = set()
+        group_chunks = 0
         done = 0
 
         def report(i: int, result: FileResult) -> None:
@@ -107,9 +109,9 @@ class Ingestor:
         for i, (raw_name, read) in enumerate(items):
             t0 = time.perf_counter()
             source = clean_source(raw_name)
-            if any(g[2][0].doc_id == doc_id_for(collection, source) for g in group):
+            if doc_id_for(collection, source) in group_ids:
                 self._store_group(group, collection, report, known)  # same name twice: keep order
-                group = []
+                group, group_ids, group_chunks = [], set(), 0
             try:
                 doc, chunks, existing = self._prepare(source, read, collection, known)
             except IngestError as err:
@@ -126,9 +128,11 @@ class Ingestor:
                                      doc_id=existing.doc_id, seconds=time.perf_counter() - t0))
                 continue
             group.append((i, doc, chunks, t0, existing is not None))
-            if sum(len(g[2]) for g in group) >= GROUP_CHUNKS:
+            group_ids.add(chunks[0].doc_id)
+            group_chunks += len(chunks)
+            if group_chunks >= GROUP_CHUNKS:
                 self._store_group(group, collection, report, known)
-                group = []
+                group, group_ids, group_chunks = [], set(), 0
         if group:
             self._store_group(group, collection, report, known)
         return IngestReport(tuple(r for r in results if r is not None))

@@ -23,6 +23,7 @@ from .types import Chunk, DocumentInfo, Hit, SpecragError
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,48}[a-z0-9]$|^[a-z0-9]$")
 _CHUNKS, _DOCS = "specrag_chunks_", "specrag_docs_"
+MAX_OVERFETCH = 2000  # hidden chunks dropped in Python before falling back to a $nin filter
 
 
 def check_collection_name(name: str) -> str:
@@ -93,7 +94,7 @@ class Store:
         return dict(got["metadatas"][0]) if got["ids"] else None
 
     def _put(self, docs, doc_id: str, meta: dict) -> None:
-        meta["busy"] = bool(meta.get("pending") or meta.get("stale"))
+        meta["busy"] = int(bool(meta.get("pending") or meta.get("stale")))
         docs.upsert(ids=[doc_id], embeddings=[[1.0]], metadatas=[meta])
 
     def document(self, collection: str, doc_id: str) -> DocumentInfo | None:
@@ -121,7 +122,7 @@ class Store:
             for v in {meta.get("pending"), version} - {"", None, meta.get("version")}:
                 if doc_id in existing:
                     chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": v}]})
-            meta.update(pending=version, busy=True)
+            meta.update(pending=version, busy=1)
             metas.append(meta)
         docs.upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=metas)
 
@@ -146,14 +147,14 @@ class Store:
                     "stale": prev if prev and prev != info.version else ""}
             if info.pages is not None:
                 meta["pages"] = info.pages
-            meta["busy"] = bool(meta["stale"])
+            meta["busy"] = int(bool(meta["stale"]))
             metas.append(meta)
         ids = [i.doc_id for i in infos]
         docs.upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=metas)
         stale = [(i, m) for i, m in zip(ids, metas) if m["stale"]]
         for doc_id, meta in stale:
             chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": meta["stale"]}]})
-            meta.update(stale="", busy=False)
+            meta.update(stale="", busy=0)
         if stale:
             docs.upsert(ids=[i for i, _ in stale], embeddings=[[1.0]] * len(stale),
                         metadatas=[m for _, m in stale])
@@ -172,7 +173,7 @@ class Store:
     def recover(self, collection: str) -> int:
         """Remove chunks of versions that never committed or were half replaced."""
         chunks, docs = self._pair(collection)
-        got = docs.get(where={"busy": True}, include=["metadatas"])
+        got = docs.get(where={"busy": 1}, include=["metadatas"])
         for doc_id, meta in zip(got["ids"], got["metadatas"]):
             for v in {meta.get("pending"), meta.get("stale")} - {"", None, meta.get("version")}:
                 chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": v}]})
@@ -191,21 +192,29 @@ class Store:
               source: str | list[str] | None = None) -> list[list[Hit]]:
         """Top-k visible chunks for each query embedding, best first."""
         chunks, docs = self._pair(collection, create=False)
-        busy = docs.get(where={"busy": True}, include=["metadatas"])["metadatas"]
+        # busy is an int: Chroma indexes int/str metadata, a bool filter scans every row
+        busy = docs.get(where={"busy": 1}, include=["metadatas"])["metadatas"]
         hidden = sorted({v for m in busy for v in (m.get("pending"), m.get("stale")) if v})
-        clauses = []
+        clauses, drop, n = [], set(), max(1, top_k)
         if hidden:
-            clauses.append({"version": {"$nin": hidden}})
+            drop = set(chunks.get(where={"version": {"$in": hidden}}, include=[])["ids"])
+            if len(drop) <= MAX_OVERFETCH:
+                n += len(drop)  # over-fetch and drop in Python: a $nin filter is ~100x slower
+            else:
+                clauses.append({"version": {"$nin": hidden}})
+                drop = set()
         if source:
             clauses.append({"source": {"$in": [source] if isinstance(source, str) else source}})
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
-        res = chunks.query(query_embeddings=embeddings, n_results=max(1, top_k), where=where,
+        res = chunks.query(query_embeddings=embeddings, n_results=n, where=where,
                            include=["documents", "metadatas", "distances"])
         out = []
         for ids, texts, metas, dists in zip(res["ids"], res["documents"], res["metadatas"],
                                             res["distances"]):
+            rows = [(i, t, m, d) for i, t, m, d in zip(ids, texts, metas, dists)
+                    if i not in drop][:max(1, top_k)]
             out.append([Hit(chunk=_chunk(i, t, m, collection), score=1.0 - float(d), rank=r + 1)
-                        for r, (i, t, m, d) in enumerate(zip(ids, texts, metas, dists))])
+                        for r, (i, t, m, d) in enumerate(rows)])
         return out
 
 

@@ -53,8 +53,9 @@ class AnthropicGenerator:
         convo = [m for m in messages if m["role"] != "system"]
         timer = Timer()
         out_chunks = 0
-        kwargs = dict(model=self.model, max_tokens=max_tokens, temperature=temperature,
-                      messages=convo)
+        # anthropic 2.x has no sampling-temperature argument on messages.stream; the
+        # model's default is used (``temperature`` is accepted for the Protocol's sake)
+        kwargs = dict(model=self.model, max_tokens=max_tokens, messages=convo)
         if system:
             kwargs["system"] = system
         try:
@@ -65,6 +66,9 @@ class AnthropicGenerator:
                         out_chunks += 1
                         yield text
                 final = await stream.get_final_message()
+            if final.stop_reason is None:  # the connection closed before message_stop
+                raise GenerationError("Anthropic stream ended early (no stop reason)",
+                                      retryable=True)
         except anthropic.APIStatusError as err:
             raise GenerationError(f"Anthropic {err.status_code}: {_message(err)}",
                                   retryable=err.status_code in RETRYABLE,

@@ -20,10 +20,12 @@ import time
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Iterator, Protocol, runtime_checkable
 
+from ..types import SpecragError
+
 Message = dict  # {"role": "system" | "user" | "assistant", "content": str}
 
 
-class GenerationError(RuntimeError):
+class GenerationError(SpecragError):
     """A backend failed; ``retryable`` tells the resilience layer whether to try again."""
 
     def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
