@@ -1,0 +1,63 @@
+"""Answer-quality metrics: exact match, token F1 and gold-answer containment.
+
+Normalisation follows the SQuAD evaluation script: lower-case, drop punctuation and
+the articles a/an/the, collapse whitespace. Every metric takes the best score over
+the gold aliases. ``containment`` asks whether a normalised gold answer appears inside
+the normalised prediction: the fair measure for sentence-long RAG answers that
+contain a short gold span. Citation markers ``[n]`` are removed first.
+
+Deliberately not here: model-based judgements (faithfulness uses the verifier).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_CITE = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize(text: str) -> str:
+    text = _CITE.sub(" ", text or "").lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, golds: list[str] | tuple[str, ...]) -> float:
+    p = normalize(prediction)
+    return float(any(p == normalize(g) for g in golds))
+
+
+def token_f1(prediction: str, golds: list[str] | tuple[str, ...]) -> float:
+    best = 0.0
+    p = normalize(prediction).split()
+    for g in golds:
+        gt = normalize(g).split()
+        common = sum((Counter(p) & Counter(gt)).values())
+        if not p or not gt or not common:
+            continue
+        precision, recall = common / len(p), common / len(gt)
+        best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
+def containment(prediction: str, golds: list[str] | tuple[str, ...]) -> float:
+    p = f" {normalize(prediction)} "
+    return float(any(normalize(g) and f" {normalize(g)} " in p for g in golds))
+
+
+def score(prediction: str, golds) -> dict[str, float]:
+    return {"em": exact_match(prediction, golds), "f1": token_f1(prediction, golds),
+            "contains": containment(prediction, golds)}
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolated percentile, ``q`` in 0..100; None for no values."""
+    vals = sorted(v for v in values if v is not None)
+    if not vals:
+        return None
+    k = (len(vals) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(vals) - 1)
+    return vals[lo] + (vals[hi] - vals[lo]) * (k - lo)

@@ -1,0 +1,119 @@
+"""The end-to-end harness on a tiny slice: real retrieval, deterministic generators."""
+
+import json
+
+import pytest
+
+from specrag.bench import e2e, e2e_report
+from specrag.engine import SpeculativeRAG
+from specrag.generators.base import Timer, Usage
+from specrag.mockapi import first_sentence_answer
+from specrag.verifier import Verifier
+from tests.conftest import make_settings
+from tests.docs_fixture import write_handbook
+from tests.test_engine_flow import WordScorer
+
+pytestmark = pytest.mark.slow
+
+
+class Extractive:
+    """Answers with the first sentence of the first document it is shown."""
+
+    def __init__(self, name):
+        self.name, self.model, self.calls = name, name, 0
+
+    def warm_up(self):
+        return self
+
+    async def stream(self, messages, max_tokens=256, temperature=0.0):
+        self.calls += 1
+        timer = Timer()
+        words = first_sentence_answer(messages).split(" ")
+        for i, w in enumerate(words):
+            timer.token()
+            yield w if i == 0 else " " + w
+        yield Usage(self.name, self.model, 100, len(words), timer.ttft_ms, timer.total_ms)
+
+
+class KeepOrder:
+    def warm_up(self):
+        return self
+
+    def rank(self, query, documents, top_k=None):
+        return [{"corpus_id": i, "score": 1.0 - i / 100} for i in range(len(documents))][:top_k]
+
+
+QUESTIONS = [
+    {"question": "How many weeks of parental leave do new parents get?",
+     "answer": ["16 weeks"], "gold_source": "leave.pdf"},
+    {"question": "Which encryption must laptops use?", "answer": "full-disk encryption",
+     "gold_source": "security.html"},
+    {"question": "When is the office kitchen cleaned?", "answer": ["every Friday afternoon",
+                                                                   "Friday"],
+     "gold_source": "notes.txt"},
+]
+
+
+@pytest.fixture
+def byod(tmp_path):
+    write_handbook(tmp_path / "corpus")
+    path = tmp_path / "my.jsonl"
+    path.write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
+    return str(path), str(tmp_path / "corpus")
+
+
+def run(tmp_path, byod, embedder, gens):
+    dataset, corpus = byod
+    settings = make_settings(tmp_path / "unused")
+
+    def make_engine(s, retriever):
+        retriever.embedder = embedder
+        return SpeculativeRAG(s, retriever=retriever, draft=gens["draft"], heavy=gens["heavy"],
+                              verifier=Verifier(s, scorer=WordScorer()),
+                              reranker=KeepOrder())
+
+    return e2e.run(settings, dataset, n=3, corpus=corpus, out_dir=str(tmp_path / "out"),
+                   make_engine=make_engine, progress=False)
+
+
+def test_harness_scores_every_policy_and_resumes(tmp_path, byod, embedder):
+    gens = {"draft": Extractive("fake"), "heavy": Extractive("anthropic")}
+    gens["heavy"].model = "claude-sonnet-4-5"
+    result = run(tmp_path, byod, embedder, gens)
+    out = tmp_path / "out"
+    rows = [json.loads(l) for l in (out / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 12 and {r["policy"] for r in rows} == set(e2e.POLICIES)
+    pol = result["policies"]
+    assert pol["heavy-only"]["vs_heavy_only"]["contains"] == 1.0
+    assert pol["draft-only"]["heavy_tokens"] == 0 and pol["heavy-only"]["heavy_tokens"] > 0
+    assert pol["heavy-only"]["cost_usd"] > 0 and pol["draft-only"]["cost_usd"] == 0
+    assert pol["heavy-only"]["gold_retrieved"] == 1.0
+    for p in ("draft-only", "lazy"):
+        assert pol[p]["acceptance_rate"] is not None
+    assert 0 <= pol["lazy"]["contains"] <= 1
+    assert len(result["sweep"]) == 21 and result["sweep"][0]["acceptance_rate"] == 1.0
+    assert "plotly" in (out / "e2e.html").read_text()[:200000]
+    md = (out / "e2e.md").read_text()
+    assert "| contains gold |" in md and "Threshold sweep" in md
+
+    # a killed run: the last answers are missing and the last line is cut mid-way
+    lines = (out / "rows.jsonl").read_text().splitlines()
+    (out / "rows.jsonl").write_text("\n".join(lines[:7]) + "\n" + lines[7][:40])
+    fresh = {"draft": Extractive("fake"), "heavy": Extractive("anthropic")}
+    again = run(tmp_path, byod, embedder, fresh)
+    redone = fresh["draft"].calls + fresh["heavy"].calls
+    assert 0 < redone <= 5 * 2  # only the 5 missing answers were generated again
+    rows = [json.loads(l) for l in (out / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 12 and len({(r["id"], r["policy"]) for r in rows}) == 12
+    assert again["policies"]["heavy-only"]["n"] == 3
+
+    (out / "e2e.md").unlink()
+    e2e_report.render(str(out / "e2e.json"))
+    assert "| exact match |" in (out / "e2e.md").read_text()
+
+
+def test_unknown_policy_and_missing_corpus(tmp_path, byod):
+    with pytest.raises(ValueError, match="unknown policies"):
+        e2e.run(make_settings(tmp_path), byod[0], policies=("fast",), corpus=byod[1])
+    with pytest.raises(ValueError, match="--corpus"):
+        e2e.load_questions(make_settings(tmp_path), byod[0], 3, 0, None)
