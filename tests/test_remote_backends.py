@@ -116,3 +116,19 @@ def test_cancelling_a_stream_closes_it(api, claude):
 
     got = asyncio.run(run())
     assert len(got) == 2 and all(isinstance(g, str) for g in got)
+
+
+def test_openai_cut_stream_is_an_error_not_a_short_answer(api):
+    api.faults.append("cut")
+    gen = OpenAICompatGenerator("m", base_url=api.url + "/v1")
+    with pytest.raises(GenerationError, match="ended early") as err:
+        asyncio.run(collect(gen, MESSAGES))
+    assert err.value.retryable
+
+
+def test_anthropic_generator_works_across_event_loops(api, claude):
+    # the CLI and benchmarks run each question in its own asyncio.run()
+    for _ in range(3):
+        text, usage = asyncio.run(collect(claude, MESSAGES))
+        assert text.endswith("[1]") and usage.output_tokens > 0
+    assert len(api.requests) == 3 and all(r["fault"] is None for r in api.requests)

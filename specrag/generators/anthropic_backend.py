@@ -12,7 +12,9 @@ Deliberately not here: PII redaction (security issue) and prompt building.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import weakref
 
 from .base import GenerationError, Timer, Usage, register
 
@@ -29,21 +31,29 @@ class AnthropicGenerator:
         self.api_key_env = api_key_env
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self.timeout_s = timeout_s
-        self._client = None
+        # one async client per event loop: its connection pool is bound to the loop that
+        # created it, and ``asyncio.run`` per question (CLI, benchmarks) makes new loops
+        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def warm_up(self) -> "AnthropicGenerator":
-        if self._client is None:
-            try:
-                import anthropic
-            except ImportError as err:  # pragma: no cover
-                raise ImportError("the Anthropic backend needs: pip install anthropic") from err
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise GenerationError(f"no Anthropic API key: set the {self.api_key_env} "
-                                      "environment variable (or a Space secret)")
-            self._client = anthropic.AsyncAnthropic(api_key=key, base_url=self.base_url,
-                                                    max_retries=0, timeout=self.timeout_s)
+        try:
+            import anthropic  # noqa: F401
+        except ImportError as err:  # pragma: no cover
+            raise ImportError("the Anthropic backend needs: pip install anthropic") from err
+        if not os.environ.get(self.api_key_env):
+            raise GenerationError(f"no Anthropic API key: set the {self.api_key_env} "
+                                  "environment variable (or a Space secret)")
         return self
+
+    def _client(self):
+        import anthropic
+
+        loop = asyncio.get_running_loop()
+        if loop not in self._clients:
+            self._clients[loop] = anthropic.AsyncAnthropic(
+                api_key=os.environ[self.api_key_env], base_url=self.base_url, max_retries=0,
+                timeout=self.timeout_s)
+        return self._clients[loop]
 
     async def stream(self, messages, *, max_tokens: int = 512, temperature: float = 0.0):
         import anthropic
@@ -59,7 +69,7 @@ class AnthropicGenerator:
         if system:
             kwargs["system"] = system
         try:
-            async with self._client.messages.stream(**kwargs) as stream:
+            async with self._client().messages.stream(**kwargs) as stream:
                 async for text in stream.text_stream:
                     if text:
                         timer.token()

@@ -43,7 +43,7 @@ class OpenAICompatGenerator:
                 "temperature": temperature, "stream": True,
                 "stream_options": {"include_usage": True}}
         timer = Timer()
-        deltas, usage = 0, None
+        deltas, usage, finished = 0, None, False
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s) as client:
                 async with client.stream("POST", f"{self.base_url}/chat/completions",
@@ -58,6 +58,7 @@ class OpenAICompatGenerator:
                             continue
                         data = line[5:].strip()
                         if data == "[DONE]":
+                            finished = True
                             break
                         try:
                             event = json.loads(data)
@@ -66,6 +67,7 @@ class OpenAICompatGenerator:
                                                   retryable=True) from None
                         usage = event.get("usage") or usage
                         for choice in event.get("choices") or []:
+                            finished = finished or bool(choice.get("finish_reason"))
                             text = (choice.get("delta") or {}).get("content")
                             if text:
                                 timer.token()
@@ -74,6 +76,8 @@ class OpenAICompatGenerator:
         except httpx.HTTPError as err:
             raise GenerationError(f"{self.base_url}: {type(err).__name__}",
                                   retryable=True) from None
+        if not finished:  # the connection closed before the server said it was done
+            raise GenerationError(f"{self.base_url}: stream ended early", retryable=True)
         if usage:
             yield Usage("openai", self.model, int(usage.get("prompt_tokens", 0)),
                         int(usage.get("completion_tokens", deltas)), timer.ttft_ms,
