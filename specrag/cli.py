@@ -24,7 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="settings YAML file (default: $SPECRAG_CONFIG or "
                                     "DATA_DIR/specrag.yaml)")
     p.add_argument("--data-dir", help="override data_dir")
+    from .security import cli as security_cli  # security: --user and `specrag users`
+
+    security_cli.add_global_options(p)
     sub = p.add_subparsers(dest="command", required=True)
+    security_cli.add_parsers(sub)
 
     ing = sub.add_parser("ingest", help="add files or folders to a collection")
     ing.add_argument("paths", nargs="+")
@@ -51,11 +55,30 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true")
     show.add_argument("--yaml", action="store_true", help="print as a settings file")
 
+    from . import cli_ask, cli_audit
+
+    cli_ask.add_parser(sub)
+    cli_audit.add_parser(sub)
+
     bench = sub.add_parser("bench", help="benchmarks")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
     from .bench import retrieval as bench_retrieval
 
     bench_retrieval.add_parser(bsub)
+    from .bench import cli_e2e
+
+    cli_e2e.add_parsers(bsub)
+
+    # cross-encoders: train / verify / rerank / calibrate, bench verifier|reranker
+    from . import model_cli
+
+    model_cli.add_parsers(sub)
+    model_cli.add_bench_parsers(bsub)
+
+    # resilience: `specrag usage` (the ledger) and `specrag bench chaos`
+    from . import cli_usage
+
+    cli_usage.add_parsers(sub, bsub)
     return p
 
 
@@ -71,9 +94,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.data_dir:
             settings = settings.with_values(data_dir=args.data_dir)
             origins["data_dir"] = "option:--data-dir"
+        from .security import cli as security_cli  # security: `users`, --user sign-in
+
         handler = {"ingest": cmd_ingest, "search": cmd_search, "docs": cmd_docs,
-                   "config": cmd_config, "bench": cmd_bench}[args.command]
-        return handler(args, settings, origins)
+                   "config": cmd_config, "bench": cmd_bench, "ask": cmd_ask,
+                   "audit": cmd_audit, "users": security_cli.cmd_users, "usage": cmd_usage,
+                   **_model_handlers()}[args.command]
+        with security_cli.login(args, settings):  # security: checks run as that user
+            return handler(args, settings, origins)
     except (SpecragError, ValueError, OSError) as err:
         print(f"specrag: error: {err}", file=sys.stderr)
         return 2
@@ -152,14 +180,16 @@ def cmd_docs(args, settings, _origins) -> int:
     from .ingest import Ingestor
     from .store import Store
 
+    from .security.access import list_documents, visible_collections
+
     store = Store(settings)
     collection = getattr(args, "collection", None) or settings.store.collection
     if args.docs_command == "collections":
-        names = store.collections()
+        names = visible_collections(store)  # security: only collections the user may read
         print(json.dumps(names) if args.json else "\n".join(names) or "(no collections)")
         return 0
     if args.docs_command == "list":
-        docs = store.documents(collection)
+        docs = list_documents(store, collection)  # security: read check
         if args.json:
             print(json.dumps([asdict(d) for d in docs], indent=2))
         else:
@@ -194,7 +224,47 @@ def cmd_config(args, settings, origins) -> int:
     return 0
 
 
+def _model_handlers() -> dict:
+    from . import model_cli
+
+    return {"train": model_cli.cmd_train, "verify": model_cli.cmd_verify,
+            "rerank": model_cli.cmd_rerank, "calibrate": model_cli.cmd_calibrate}
+
+
+def cmd_ask(args, settings, _origins) -> int:
+    from . import cli_ask
+
+    return cli_ask.main(args, settings)
+
+
+def cmd_audit(args, settings, _origins) -> int:
+    from . import cli_audit
+
+    return cli_audit.main(args, settings)
+
+
+def cmd_usage(args, settings, _origins) -> int:
+    from . import cli_usage
+
+    return cli_usage.main_usage(args, settings)
+
+
 def cmd_bench(args, settings, _origins) -> int:
     from .bench import retrieval as bench_retrieval
+
+    if args.bench_command == "chaos":  # resilience
+        from . import cli_usage
+
+        return cli_usage.main_chaos(args, settings)
+
+    if args.bench_command in ("verifier", "reranker"):
+        from . import model_cli
+
+        return model_cli.cmd_bench(args, settings)
+    if args.bench_command in ("e2e", "report"):
+        from .bench import cli_e2e
+
+        return (cli_e2e.main_e2e if args.bench_command == "e2e" else cli_e2e.main_report)(
+            args, settings)
 
     return bench_retrieval.main(args, settings)

@@ -87,9 +87,85 @@ class GenerationSettings:
 
 
 @dataclass(frozen=True)
+class AuditSettings:
+    sample_rate: float = 0.05  # fraction of answers stored and scored in the background
+
+
+@dataclass(frozen=True)
 class StoreSettings:
     chroma_url: str = ""  # empty: embedded PersistentClient under data_dir/chroma
     collection: str = "default"
+
+
+@dataclass(frozen=True)
+class SecuritySettings:
+    """Users and collection ACLs, PII redaction, encryption at rest (``specrag.security``)."""
+
+    users_file: str = ""  # YAML of users/roles/collection ACLs; empty: single-user local mode
+    redact: bool = True  # replace PII with placeholders before third-party model calls
+    redact_local: bool = False  # also redact for local models (llama-cpp, loopback servers)
+    redact_types: str = "email,phone,card,iban,ssn,ip,name"
+    encrypt: bool = False  # AES-256-GCM for files specrag writes (not the vector store)
+    key_env: str = "SPECRAG_ENCRYPTION_KEY"  # name of the env var holding the key (base64)
+    key_file: str = ""  # or a file holding it (mode 600)
+    max_question_chars: int = 2000
+
+
+@dataclass(frozen=True)
+class ResilienceSettings:
+    """Retries, failover chains, load balancing and circuit breakers (``specrag.resilience``).
+
+    A chain entry is ``BACKEND[:MODEL][@URL[,URL...]]``; several URLs make a pool of
+    endpoints balanced by ``balance``. An empty chain means the ``generation`` backend alone.
+    """
+
+    draft_chain: list = field(default_factory=list)  # e.g. ["openai:qwen@http://gpu:8000/v1", "llama-cpp"]
+    heavy_chain: list = field(default_factory=list)  # e.g. ["anthropic:claude-sonnet-4-5", "llama-cpp"]
+    balance: str = "round-robin"  # round-robin | least-latency (endpoints of one entry)
+    max_attempts: int = 3  # per remote backend, the first try included
+    backoff_base_s: float = 0.25
+    backoff_max_s: float = 4.0
+    retry_budget_ratio: float = 0.2  # retries may add 20% to a backend's recent requests
+    retry_budget_min: int = 10  # ... plus this many per 10 s window
+    connect_timeout_s: float = 5.0
+    first_token_timeout_s: float = 20.0  # remote backends; 0: no limit
+    total_timeout_s: float = 120.0
+    after_first_token: str = "resume"  # resume | buffer | never (no text is ever repeated)
+    breaker_p99_ms: float = 2000.0  # rolling p99 time to first token that opens the circuit
+    breaker_window: int = 100
+    breaker_window_s: float = 60.0
+    breaker_min_samples: int = 10
+    breaker_failures: int = 5  # consecutive failures that open it
+    breaker_open_s: float = 30.0  # then half-open: probes decide
+    breaker_probes: int = 1
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    """OpenTelemetry spans and metrics; exporters come from the standard ``OTEL_*`` variables."""
+
+    enabled: bool = True
+    record_content: bool = False  # put question and document text on spans
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """The SQLite usage ledger and optional spending limits (USD, 0: none)."""
+
+    ledger: bool = True
+    ledger_file: str = "ledger.sqlite3"  # under data_dir
+    session_usd: float = 0.0
+    day_usd: float = 0.0  # per UTC day, all sessions
+    on_exceeded: str = "draft-only"  # draft-only | refuse
+
+
+@dataclass(frozen=True)
+class ConcurrencySettings:
+    """Questions answered at once, and how many may wait before callers are told 'busy'."""
+
+    max_concurrent: int = 4
+    max_queue: int = 16
+    queue_timeout_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -103,8 +179,15 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     verify: VerifySettings = field(default_factory=VerifySettings)
     generation: GenerationSettings = field(default_factory=GenerationSettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    security: SecuritySettings = field(default_factory=SecuritySettings)
     anthropic_api_key_env: str = "ANTHROPIC_API_KEY"
+    # resilience issue: retries/failover, OpenTelemetry, ledger + budgets, admission
+    resilience: ResilienceSettings = field(default_factory=ResilienceSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
+    concurrency: ConcurrencySettings = field(default_factory=ConcurrencySettings)
 
     # -- derived paths -------------------------------------------------------
     @property
@@ -234,5 +317,5 @@ def _coerce(hint: Any, value: Any, name: str) -> Any:
 
 
 __all__ = ["Settings", "ModelSettings", "EmbedderSettings", "ChunkingSettings",
-           "RetrievalSettings", "VerifySettings", "GenerationSettings", "StoreSettings", "flat",
-           "replace"]
+           "RetrievalSettings", "VerifySettings", "GenerationSettings", "StoreSettings",
+           "SecuritySettings", "flat", "replace"]
