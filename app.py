@@ -1,8 +1,14 @@
-"""Start the specrag web app: ``python app.py`` (also the Hugging Face Space entry)."""
+"""Start the specrag web app: ``python app.py`` (also the Hugging Face Space entry).
+
+Settings come from ``specrag.yaml`` / ``SPECRAG_*`` variables as everywhere else; on a
+Space, set the Claude key as a secret named like ``anthropic_api_key_env`` says
+(``ANTHROPIC_API_KEY`` by default). Models load on the first question, not here.
+"""
 
 import os
 
-from specrag.ui.app import build, css
+from specrag.ui.app import build, launch_options
 
 if __name__ == "__main__":
-    build().launch(share=False, css=css(), server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    build().launch(share=False, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                   **launch_options())

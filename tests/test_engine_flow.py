@@ -7,50 +7,10 @@ import pytest
 from specrag.engine import SpeculativeRAG
 from specrag.events import KINDS
 from specrag.generators.fake import FakeGenerator
-from specrag.retrieval import Retrieval
-from specrag.types import Chunk, Hit, SpecragError
+from specrag.types import SpecragError
 from specrag.verifier import Verifier
 from tests.conftest import make_settings
-
-TEXTS = ["Employees receive 25 days of paid annual leave per year.",
-         "Expense claims must be filed within 30 days.",
-         "Laptops use full-disk encryption.",
-         "The on-call engineer acknowledges pages within 15 minutes."]
-
-
-class FakeRetriever:
-    def __init__(self, texts=TEXTS):
-        self.hits = tuple(Hit(Chunk(f"c{i}", f"d{i}", f"doc{i}.md", t, 0, 0, len(t), "h", "v",
-                                    page=i + 1), 0.9 - i / 10, i + 1) for i, t in enumerate(texts))
-
-    def warm_up(self):
-        return self
-
-    def retrieve(self, query, top_k=None, collection=None, source=None):
-        return Retrieval(query, self.hits[:top_k], 1.0, 2.0)
-
-
-class WordScorer:
-    """P(supported) = share of the hypothesis' words found in the premise."""
-
-    def predict(self, pairs):
-        out = []
-        for premise, hyp in pairs:
-            words = [w.strip(".,").lower() for w in hyp.split()]
-            out.append(sum(w in premise.lower() for w in words) / max(1, len(words)))
-        return out
-
-
-class ReverseReranker:
-    calls = 0
-
-    def warm_up(self):
-        return self
-
-    def rank(self, query, documents, top_k=None):
-        ReverseReranker.calls += 1
-        order = list(range(len(documents)))[::-1][:top_k]
-        return [{"corpus_id": i, "score": 1.0 - r / 10} for r, i in enumerate(order)]
+from tests.fakes import TEXTS, FakeRetriever, ReverseReranker, WordScorer
 
 
 def engine(tmp_path, draft_reply, heavy_reply="Pages are acknowledged within 15 minutes [1].",

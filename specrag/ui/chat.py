@@ -1,0 +1,247 @@
+"""Draw one question's engine events as HTML: the draft, its verdict, the heavy answer.
+
+``Turn(question)`` collects the ``StageEvent``s of one question (``turn.apply(event)``)
+and ``render_turn(turn)`` draws it as it stands: the draft streams marked "draft ·
+verifying"; the verdict adds the entailment score against the threshold and one row per
+draft sentence, coloured supported / unsupported, whose supporting chunk shows on hover
+(``title``) and on expand (``<details>``); an accepted draft is marked accepted; on
+rejection the heavy answer streams in a second column beside the draft and is marked as
+the answer. Citations (source, page, chunk text) and a timing/cost line come with the
+``final`` event. Every document or answer text goes through ``html.escape``: documents
+may contain markup, and none of it may reach the page as markup.
+
+Pure functions and a small record: no Gradio, no engine calls, no decisions the engine
+makes (tier, acceptance, citations all come from its events).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+
+STAGES_MS = (("retrieval", "retrieval"), ("draft", "draft"), ("verify", "verify"),
+             ("rerank", "rerank"), ("heavy", "heavy"))
+
+
+@dataclass
+class Turn:
+    question: str
+    draft: str = ""
+    heavy: str = ""
+    hits: tuple = ()
+    verdict: object = None
+    escalated: bool = False  # rerank_done seen: the heavy tier is answering
+    draft_model: str = ""
+    heavy_model: str = ""
+    answer: object = None
+    error: str = ""
+    note: str = ""  # shown while nothing has arrived yet (e.g. "loading models")
+    _seen: set = field(default_factory=set)  # event kinds so far
+
+    def apply(self, ev) -> "Turn":
+        self._seen.add(ev.kind)
+        if ev.kind == "retrieved":
+            self.hits = ev.hits
+            self.note = f"{len(ev.hits)} passages retrieved · generating…"
+        elif ev.kind == "draft_token":
+            self.draft += ev.text
+        elif ev.kind == "draft_done":
+            self.draft = ev.draft.text
+            self.draft_model = getattr(ev.draft.usage, "model", "") if ev.draft.usage else ""
+        elif ev.kind == "verdict":
+            self.verdict = ev.verdict
+        elif ev.kind == "rerank_done":
+            self.escalated = True
+        elif ev.kind == "heavy_token":
+            self.escalated = True
+            self.heavy += ev.text
+        elif ev.kind == "heavy_done":
+            self.heavy = ev.heavy.text
+            self.heavy_model = getattr(ev.heavy.usage, "model", "") if ev.heavy.usage else ""
+        elif ev.kind == "final":
+            self.answer = ev.answer
+            self.verdict = ev.answer.verdict or self.verdict
+        return self
+
+    @property
+    def stage(self) -> str:
+        """What the page shows now (also ``data-state`` for tests and styling)."""
+        if self.error:
+            return "error"
+        if self.answer is not None:
+            a = self.answer
+            if a.tier == "heavy":
+                return "replaced" if a.draft is not None else "heavy"
+            return "accepted" if a.accepted else ("unverified" if a.verdict else "empty")
+        if self.escalated:
+            return "escalating"
+        if self.verdict is not None:
+            if getattr(self.verdict, "abstained", False):
+                return "abstained"  # the engine may still escalate: not "accepted" yet
+            return "accepted" if self.verdict.accepted else "rejected"
+        if "draft_done" in self._seen:
+            return "verifying"
+        return "drafting" if self.draft else "retrieving"
+
+
+# -- pieces ---------------------------------------------------------------------------
+def _text(s: str) -> str:
+    return escape(s.strip()).replace("\n", "<br>")
+
+
+def _where(source: str, page) -> str:
+    return escape(source) + (f" · p.{int(page)}" if page else "")
+
+
+def _verify_chunks(turn: Turn) -> tuple:
+    # best_chunk indexes Answer.verify_chunks, which only arrives with ``final``; until
+    # then the verifier's chunks are the head of the retrieved list, in the same order
+    if turn.answer is not None and turn.answer.verify_chunks:
+        return turn.answer.verify_chunks
+    return tuple(h.chunk for h in turn.hits)
+
+
+def verdict_html(turn: Turn) -> str:
+    v = turn.verdict
+    if v is None:
+        return ('<div class="sr-verdict sr-pending"><span class="sr-spinner"></span>'
+                "checking each sentence against the documents…</div>") \
+            if turn.stage == "verifying" else ""
+    chunks = _verify_chunks(turn)
+    pct = max(0.0, min(1.0, float(v.score))) * 100
+    mark = max(0.0, min(1.0, float(v.threshold))) * 100
+    ok = "pass" if v.accepted else "fail"
+    head = (f'<div class="sr-score-line"><span class="sr-score sr-{ok}">{v.score:.2f}</span> '
+            f'entailment <span class="sr-vs">{"≥" if v.accepted else "<"}</span> '
+            f'threshold <span class="sr-threshold">{v.threshold:.2f}</span>'
+            f'<span class="sr-agg"> · {escape(str(v.aggregate))} over '
+            f'{len(v.sentences)} sentence{"s" * (len(v.sentences) != 1)}</span></div>'
+            f'<div class="sr-meter" aria-hidden="true"><span class="sr-{ok}" '
+            f'style="width:{pct:.0f}%"></span><i style="left:{mark:.0f}%"></i></div>')
+    rows = []
+    for s in v.sentences:
+        if s.abstention:
+            cls, icon, label = "abstains", "–", "abstains"
+        elif s.score >= v.threshold:
+            cls, icon, label = "supported", "✓", f"{s.score:.2f}"
+        else:
+            cls, icon, label = "unsupported", "✗", f"{s.score:.2f}"
+        chunk = chunks[s.best_chunk] if s.best_chunk is not None and s.best_chunk < len(chunks) \
+            else None
+        if chunk is None:
+            support = '<p class="sr-none">no supporting passage</p>'
+            hover = "no supporting passage"
+        else:
+            support = (f'<cite>{_where(chunk.source, chunk.page)}</cite>'
+                       f'<blockquote>{_text(chunk.text)}</blockquote>')
+            hover = f"{chunk.source}: {' '.join(chunk.text.split())[:400]}"
+        rows.append(f'<li class="sr-sent sr-{cls}"><details><summary title="{escape(hover)}">'
+                    f'<span class="sr-icon">{icon}</span><span class="sr-sscore">{label}</span> '
+                    f'{escape(s.sentence)}</summary><div class="sr-support">{support}</div>'
+                    f"</details></li>")
+    return f'<div class="sr-verdict">{head}<ol class="sr-sentences">{"".join(rows)}</ol></div>'
+
+
+def _draft_badge(turn: Turn) -> tuple[str, str]:
+    stage, v = turn.stage, turn.verdict
+    if stage in ("retrieving", "drafting", "verifying"):
+        return "draft · verifying", "pending"
+    if stage == "accepted":
+        return "draft · accepted", "accepted"
+    if v is not None and getattr(v, "abstained", False):
+        return "draft · abstained", "pending"
+    if stage == "unverified":
+        return "draft · below threshold", "rejected"  # draft-only: kept anyway
+    return "draft · rejected", "rejected"
+
+
+def _card(kind: str, badge: str, badge_cls: str, model: str, body: str, streaming: bool,
+          final: bool, extra: str = "") -> str:
+    caret = '<span class="sr-caret">▍</span>' if streaming else ""
+    answer_tag = '<span class="sr-answer-tag">answer</span>' if final else ""
+    model_tag = f'<span class="sr-model">{escape(model)}</span>' if model else ""
+    return (f'<section class="sr-card sr-{kind}{" sr-final" if final else ""}">'
+            f'<header><span class="sr-badge sr-b-{badge_cls}">{escape(badge)}</span>'
+            f"{model_tag}{answer_tag}</header>"
+            f'<div class="sr-text">{body}{caret}</div>{extra}</section>')
+
+
+def citations_html(answer) -> str:
+    if answer is None or not answer.citations:
+        return ""
+    items = "".join(
+        f'<li><details><summary><span class="sr-cnum">[{c.number}]</span> '
+        f'{_where(c.source, c.page)}</summary><blockquote>{_text(c.text)}</blockquote>'
+        f"</details></li>" for c in answer.citations)
+    return f'<div class="sr-citations"><h4>Sources</h4><ol>{items}</ol></div>'
+
+
+def meta_line(answer) -> str:
+    """Per-answer timing and cost, one line."""
+    if answer is None:
+        return ""
+    t = answer.timings_ms
+    parts = [f"<b>{escape(answer.tier)}</b> tier", escape(answer.policy)]
+    parts += [f"{label} {_ms(t[key])}" for key, label in STAGES_MS if key in t]
+    if "first_token" in t:
+        parts.append(f"first token {_ms(t['first_token'])}")
+    if "total" in t:
+        parts.append(f"total {_ms(t['total'])}")
+    saved = ""
+    if answer.heavy_only_cost_usd > 0:
+        saved = f" · saved {max(0.0, 1 - answer.cost_usd / answer.heavy_only_cost_usd):.0%}"
+    parts.append(f'cost <span class="sr-cost">${answer.cost_usd:.4f}</span> '
+                 f"(heavy-only ${answer.heavy_only_cost_usd:.4f}{saved})")
+    return f'<div class="sr-meta">{" · ".join(parts)}</div>'
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+
+
+# -- the turn ---------------------------------------------------------------------------
+def render_turn(turn: Turn) -> str:
+    stage = turn.stage
+    cards = []
+    done = turn.answer is not None
+    has_draft = bool(turn.draft) or stage in ("drafting", "verifying") or (
+        done and turn.answer.draft is not None)
+    heavy_only = done and turn.answer.draft is None and turn.answer.tier == "heavy"
+    if stage == "retrieving":
+        note = escape(turn.note or "retrieving passages…")
+        cards.append('<section class="sr-card sr-draft"><div class="sr-text sr-muted">'
+                     f'<span class="sr-spinner"></span>{note}</div></section>')
+    elif has_draft and not heavy_only:
+        badge, cls = _draft_badge(turn)
+        final = done and turn.answer.tier == "draft"
+        cards.append(_card("draft", badge, cls, turn.draft_model, _text(turn.draft),
+                           stage == "drafting", final, verdict_html(turn)))
+    if turn.escalated or heavy_only or (done and turn.answer.tier == "heavy"):
+        body = _text(turn.heavy) if turn.heavy else (
+            '<span class="sr-muted"><span class="sr-spinner"></span>'
+            "reranking passages for the heavy model…</span>")
+        label = "heavy · answer" if done else "heavy · writing"
+        cards.append(_card("heavy", label, "heavy", turn.heavy_model, body,
+                           not done and bool(turn.heavy), done))
+    if stage == "empty" and not cards:
+        cards.append(_card("draft", "no passages", "rejected", "", _text(turn.answer.text),
+                           False, True))
+    cols = " sr-two" if len(cards) == 2 else ""
+    link = ('<div class="sr-link" aria-hidden="true">→</div>' if len(cards) == 2 else "")
+    body = link.join(cards)
+    error = f'<div class="sr-error">{escape(turn.error)}</div>' if turn.error else ""
+    return (f'<article class="sr-turn" data-state="{stage}">'
+            f'<div class="sr-q"><span class="sr-who">You</span>{escape(turn.question)}</div>'
+            f'<div class="sr-answers{cols}">{body}</div>{error}'
+            f"{citations_html(turn.answer)}{meta_line(turn.answer)}</article>")
+
+
+EMPTY = ('<div class="sr-empty"><p>Ask a question about the documents in the selected '
+         "collection. A small model drafts an answer at once; a verifier checks every "
+         "sentence against the documents; only a rejected draft goes to the heavy model."
+         "</p></div>")
+
+
+def render_conversation(done_html: list[str], live: Turn | None = None) -> str:
+    parts = list(done_html) + ([render_turn(live)] if live is not None else [])
+    return '<div class="sr-chat">' + ("".join(parts) or EMPTY) + "</div>"

@@ -1,0 +1,44 @@
+"""The Search tab: what retrieval returns for a query, before any model writes a word.
+
+Useful to see why an answer was drafted from the passages it was: rank, cosine score,
+source, page, heading and text of the top-k chunks. Registers the ``/search`` API
+endpoint (query, collection, k) -> (status line, hits table); keep it stable.
+
+Deliberately not here: retrieval itself (``Retriever``), answering (the Chat tab).
+"""
+
+from __future__ import annotations
+
+from ..types import SpecragError
+
+HEADERS = ["rank", "score", "source", "page", "heading", "text"]
+
+
+def search(retriever, query: str, collection: str, k) -> tuple[str, list[list]]:
+    query = (query or "").strip()
+    if not query:
+        return "Type a question or keywords.", []
+    try:
+        res = retriever.retrieve(query[:2000], top_k=int(k), collection=collection)
+    except SpecragError as err:
+        return str(err), []
+    rows = [[h.rank, round(h.score, 3), h.chunk.source, h.chunk.page or "",
+             h.chunk.heading or "", h.chunk.text] for h in res.hits]
+    return (f"{len(res.hits)} chunks in {res.total_ms:.0f} ms "
+            f"(encode {res.encode_ms:.0f} ms, search {res.search_ms:.0f} ms)"), rows
+
+
+def build_tab(retriever, collection, top_k: int, gr) -> None:
+    def run(query, collection, k):  # parameter names are the API's
+        return search(retriever, query, collection, k)
+
+    with gr.Row(equal_height=True):
+        query = gr.Textbox(label="Query", placeholder="How many days of annual leave?",
+                           scale=6, elem_id="sr-search-q")
+        k = gr.Slider(1, 50, value=min(10, top_k), step=1, label="top k", scale=2)
+        btn = gr.Button("Search", variant="primary", scale=1)
+    status = gr.Markdown(label="status")
+    hits = gr.Dataframe(headers=HEADERS, wrap=True, interactive=False, label="hits",
+                        column_widths=["6%", "7%", "15%", "6%", "14%", "52%"])
+    query.submit(run, [query, collection, k], [status, hits], api_name="search")
+    btn.click(run, [query, collection, k], [status, hits], api_visibility="private")

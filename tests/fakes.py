@@ -1,0 +1,122 @@
+"""Deterministic stand-ins for the engine's models, shared by the engine and app tests.
+
+- ``FakeRetriever``: four fixed handbook sentences as hits, no embedder or store.
+- ``WordScorer``: P(supported) = share of the hypothesis' words found in the premise.
+- ``ReverseReranker``: ranks the candidates in reverse order (so tests can tell it ran).
+- ``ScriptedGenerator``: a ``FakeGenerator`` whose reply depends on the question (first
+  matching keyword), so concurrent sessions get their own answers, not a shared queue's.
+- ``handbook_engine(settings, embedder)``: a ``SpeculativeRAG`` over the REAL retriever
+  and store (the sample handbook) with the fakes above as draft, heavy, verifier and
+  reranker; easy questions get a draft the word scorer accepts, others a draft it rejects
+  and a heavy answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from specrag.engine import SpeculativeRAG
+from specrag.generators.fake import FakeGenerator
+from specrag.retrieval import Retrieval, Retriever
+from specrag.types import Chunk, Hit
+from specrag.verifier import Verifier
+
+TEXTS = ["Employees receive 25 days of paid annual leave per year.",
+         "Expense claims must be filed within 30 days.",
+         "Laptops use full-disk encryption.",
+         "The on-call engineer acknowledges pages within 15 minutes."]
+
+
+class FakeRetriever:
+    def __init__(self, texts=TEXTS):
+        self.hits = tuple(Hit(Chunk(f"c{i}", f"d{i}", f"doc{i}.md", t, 0, 0, len(t), "h", "v",
+                                    page=i + 1), 0.9 - i / 10, i + 1) for i, t in enumerate(texts))
+
+    def warm_up(self):
+        return self
+
+    def retrieve(self, query, top_k=None, collection=None, source=None):
+        return Retrieval(query, self.hits[:top_k], 1.0, 2.0)
+
+
+class WordScorer:
+    """P(supported) = share of the hypothesis' words found in the premise."""
+
+    def predict(self, pairs):
+        out = []
+        for premise, hyp in pairs:
+            words = [w.strip(".,").lower() for w in hyp.split()]
+            out.append(sum(w in premise.lower() for w in words) / max(1, len(words)))
+        return out
+
+
+class ReverseReranker:
+    calls = 0
+
+    def warm_up(self):
+        return self
+
+    def rank(self, query, documents, top_k=None):
+        ReverseReranker.calls += 1
+        order = list(range(len(documents)))[::-1][:top_k]
+        return [{"corpus_id": i, "score": 1.0 - r / 10} for r, i in enumerate(order)]
+
+
+_QUESTION = re.compile(r"^Question: (.*)$", re.M)
+
+
+class ScriptedGenerator(FakeGenerator):
+    """Replies by question: the first ``(keyword, reply)`` whose keyword the question holds."""
+
+    def __init__(self, model: str, script: list[tuple[str, str]], default: str,
+                 delay_s: float = 0.0, name: str = "fake"):
+        super().__init__(model, replies=[default], delay_s=delay_s)
+        self.script, self.default, self.name = script, default, name
+
+    def reply_for(self, messages) -> str:
+        m = _QUESTION.search(messages[-1]["content"])
+        question = (m.group(1) if m else "").lower()
+        return next((r for k, r in self.script if k in question), self.default)
+
+    async def stream(self, messages, *, max_tokens: int = 256, temperature: float = 0.0):
+        self.calls.append(messages)
+        # a fresh inner generator per call: no reply queue shared between sessions
+        inner = FakeGenerator(self.model, replies=[self.reply_for(messages)], delay_s=self.delay_s)
+        inner.name = self.name
+        async for item in inner.stream(messages, max_tokens=max_tokens, temperature=temperature):
+            yield item
+
+
+# Supported word for word by the sample handbook (assets/handbook): the word scorer accepts.
+DRAFT_SCRIPT = [
+    ("annual leave", "Every employee receives 25 days of paid annual leave per calendar year [1]."),
+    ("acknowledge", "The on-call engineer acknowledges every page within 15 minutes [1]."),
+    ("password", "Passwords must be at least 14 characters long [1]."),
+]
+# Not in the handbook: the word scorer rejects it, so the heavy tier answers.
+DRAFT_WRONG = "Engineers receive a zeppelin voucher and quadruple wages."
+HEAVY_ANSWER = ("You receive the EUR 250 weekly on-call allowance plus EUR 50 for the public "
+                "holiday [1]. Incident work between 22:00 and 07:00 is given back as time off "
+                "in lieu, hour for hour [2].")
+
+
+def handbook_engine(settings, embedder, draft_delay: float = 0.04,
+                    heavy_delay: float = 0.04) -> SpeculativeRAG:
+    draft = ScriptedGenerator("fake-draft", DRAFT_SCRIPT, DRAFT_WRONG, delay_s=draft_delay)
+    heavy = ScriptedGenerator("claude-sonnet-4-5", [], HEAVY_ANSWER, delay_s=heavy_delay,
+                              name="anthropic")  # priced like Claude: the cost chart moves
+    return SpeculativeRAG(settings, retriever=Retriever(settings, embedder=embedder),
+                          draft=draft, heavy=heavy,
+                          verifier=Verifier(settings, scorer=WordScorer()),
+                          reranker=ReverseReranker())
+
+
+def launch(demo):
+    """Start ``demo`` on a free loopback port, styled as ``python app.py`` does; its URL."""
+    from specrag.ui.app import launch_options
+    from tests.conftest import free_port
+
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+                share=False, quiet=True, **launch_options())
+    return f"http://127.0.0.1:{port}/"

@@ -1,0 +1,215 @@
+"""The app's pure parts: event -> HTML, chart data, per-session engine views, settings panel.
+
+No browser and no server: the events come from a real ``SpeculativeRAG`` over the fakes
+in ``tests.fakes``, so these check the UI against what the engine really emits.
+"""
+
+import asyncio
+import copy
+
+import pytest
+
+from specrag.engine import SpeculativeRAG
+from specrag.generators.fake import FakeGenerator
+from specrag.types import Chunk, Hit
+from specrag.ui import charts, panel
+from specrag.ui.chat import Turn, render_conversation, render_turn
+from specrag.ui.session import MAX_TURNS, ChatSession, Engines, Options, follow
+from specrag.verifier import Verifier
+from tests.conftest import make_settings
+from tests.fakes import FakeRetriever, ReverseReranker, WordScorer
+
+GOOD = "Employees receive 25 days of paid annual leave per year [1]."
+BAD = "Employees receive a zeppelin voucher and quadruple wages."
+HEAVY = "Pages are acknowledged within 15 minutes [1]."
+
+
+def make_engine(tmp_path, draft=GOOD, retriever=None, **values):
+    s = make_settings(tmp_path, **values)
+    heavy = FakeGenerator("claude-sonnet-4-5", replies=[HEAVY])
+    heavy.name = "anthropic"
+    return SpeculativeRAG(s, retriever=retriever or FakeRetriever(),
+                          draft=FakeGenerator("tiny-draft", replies=[draft]), heavy=heavy,
+                          verifier=Verifier(s, scorer=WordScorer()), reranker=ReverseReranker())
+
+
+def run(engine, question="How much annual leave?", **kw):
+    """(turn, [(event kind, stage, html)] after every event)."""
+    turn, seen = Turn(question), []
+
+    async def go():
+        async for ev in engine.astream(question, **kw):
+            turn.apply(ev)
+            seen.append((ev.kind, turn.stage, render_turn(turn)))
+
+    asyncio.run(go())
+    return turn, seen
+
+
+def test_accepted_draft_streams_marked_draft_then_accepted(tmp_path):
+    turn, seen = run(make_engine(tmp_path))
+    first_token = next(html for kind, _, html in seen if kind == "draft_token")
+    assert "draft · verifying" in first_token and "sr-caret" in first_token
+    stages = [stage for _, stage, _ in seen]
+    assert stages[0] == "retrieving" and "drafting" in stages and "verifying" in stages
+    assert stages[-1] == "accepted"
+    html = seen[-1][2]
+    assert 'data-state="accepted"' in html and "draft · accepted" in html
+    assert "sr-two" not in html and "sr-heavy" not in html  # no heavy column
+    assert '<span class="sr-score sr-pass">1.00</span>' in html
+    assert '<span class="sr-threshold">0.80</span>' in html
+    assert html.count('class="sr-sent sr-supported"') == 1
+    assert "doc0.md · p.1" in html  # citation: source and page
+    assert "sr-final" in html and "tiny-draft" in html
+    assert "cost" in html and "heavy-only $" in html and "draft tier" not in html
+
+
+def test_rejected_draft_gets_the_heavy_answer_beside_it(tmp_path):
+    turn, seen = run(make_engine(tmp_path, draft=BAD), policy="lazy")
+    stages = [stage for _, stage, _ in seen]
+    assert stages.index("rejected") < stages.index("escalating") < stages.index("replaced")
+    streaming = next(html for kind, _, html in seen if kind == "heavy_token")
+    assert "sr-two" in streaming and "heavy · writing" in streaming
+    assert "draft · rejected" in streaming
+    html = seen[-1][2]
+    assert 'data-state="replaced"' in html and "heavy · answer" in html
+    draft_card, heavy_card = html.split('<div class="sr-link"')
+    assert "sr-final" not in draft_card and "sr-card sr-heavy sr-final" in heavy_card
+    assert "Pages are acknowledged within 15 minutes" in heavy_card
+    assert 'class="sr-sent sr-unsupported"' in draft_card
+    assert '<span class="sr-score sr-fail">' in draft_card
+    # heavy saw the reversed (reranked) chunks: its [1] is the last retrieved chunk
+    assert "doc3.md · p.4" in html
+
+
+def test_abstaining_draft_is_not_shown_as_accepted_while_it_escalates(tmp_path):
+    turn, seen = run(make_engine(tmp_path, draft="The documents do not say."))
+    stages = [stage for _, stage, _ in seen]
+    assert "accepted" not in stages and "abstained" in stages and stages[-1] == "replaced"
+    html = seen[-1][2]
+    assert "draft · abstained" in html and 'class="sr-sent sr-abstains"' in html
+    turn, seen = run(make_engine(tmp_path, draft="The documents do not say.",
+                                 **{"verify.escalate_abstentions": False}))
+    assert seen[-1][1] == "accepted" and "draft · accepted" in seen[-1][2]
+
+
+def test_supporting_chunk_on_hover_and_expand(tmp_path):
+    turn, _ = run(make_engine(tmp_path))
+    html = render_turn(turn)
+    assert 'title="doc0.md: Employees receive 25 days' in html  # hover
+    support = html.split('<div class="sr-support">')[1]
+    assert support.startswith("<cite>doc0.md · p.1</cite><blockquote>Employees receive 25 days")
+
+
+def test_heavy_only_and_no_hits(tmp_path):
+    turn, _ = run(make_engine(tmp_path), policy="heavy-only")
+    html = render_turn(turn)
+    assert turn.stage == "heavy" and "sr-draft" not in html and "heavy · answer" in html
+    turn, _ = run(make_engine(tmp_path, retriever=FakeRetriever(texts=[])))
+    assert turn.stage == "empty" and "The documents do not say." in render_turn(turn)
+
+
+def test_document_and_question_text_is_escaped(tmp_path):
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)> 25 days of paid annual leave"
+    retriever = FakeRetriever(texts=[evil])
+    turn, _ = run(make_engine(tmp_path, draft="<u>25 days</u> of paid annual leave [1].",
+                              retriever=retriever), question="<img src=y onerror=alert(3)>")
+    html = render_turn(turn)
+    assert "<script" not in html and "<img" not in html and "<u>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=y" in html
+    assert "&lt;u&gt;25 days" in html
+
+
+def test_errors_and_empty_conversation():
+    turn = Turn("anything")
+    turn.error = "collection 'x' does not exist: <ingest> first"
+    html = render_turn(turn)
+    assert 'data-state="error"' in html and "&lt;ingest&gt;" in html
+    assert "Ask a question" in render_conversation([])
+
+
+def _answer(tmp_path, draft=GOOD, **kw):
+    return asyncio.run(make_engine(tmp_path, draft=draft).aask("leave?", **kw))
+
+
+def test_chart_points_rates_and_figure(tmp_path):
+    pts = [charts.point(_answer(tmp_path)), charts.point(_answer(tmp_path, BAD)),
+           charts.point(_answer(tmp_path, policy="heavy-only"))]
+    assert [p.accepted for p in pts] == [True, False, None]
+    assert charts.acceptance(pts) == [1.0, 0.5, 0.5]  # heavy-only does not count
+    assert pts[0].cost_usd == 0 and pts[1].cost_usd > 0 and pts[0].heavy_only_usd > 0
+    assert pts[1].stages_ms[charts.STAGES.index("heavy")] > 0
+    assert pts[0].stages_ms[charts.STAGES.index("heavy")] == 0
+    fig = charts.figure(pts)
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert [b.name for b in bars] == list(charts.STAGES) and list(bars[0].x) == ["Q1", "Q2", "Q3"]
+    lines = {t.name: t for t in fig.data if t.type == "scatter"}
+    assert list(lines["acceptance"].y) == [1.0, 0.5, 0.5]
+    assert lines["this session"].y[-1] == pytest.approx(sum(p.cost_usd for p in pts))
+    assert lines["heavy-only"].y[-1] == pytest.approx(sum(p.heavy_only_usd for p in pts))
+    assert charts.figure([]).layout.annotations[-1].text.startswith("Ask a question")
+    assert charts.stats_markdown(pts).startswith("**3** answers · drafts accepted **50% (1/2)**")
+    assert charts.stats_markdown([]) == "No answers yet in this session."
+
+
+def test_session_views_keep_settings_apart(tmp_path):
+    base = make_engine(tmp_path)
+    engines = Engines(base.settings, base)
+    assert engines.view(Options(policy="eager", threshold=0.8)) is base  # nothing changed
+    strict = engines.view(Options(threshold=0.99, top_k=2, heavy_k=1))
+    assert strict is not base and strict.settings.verify.threshold == 0.99
+    assert strict.verifier.threshold == 0.99 and base.verifier.threshold == 0.8
+    assert strict.settings.retrieval.top_k == 2 and base.settings.retrieval.top_k == 50
+    assert strict.draft is base.draft and strict.verifier.scorer is base.verifier.scorer
+    # the same draft, two thresholds: accepted at 0.8, rejected at 1.01 (no cross-talk)
+    loose = asyncio.run(base.aask("leave?"))
+    harsh = asyncio.run(engines.view(Options(threshold=1.0, draft_k=1)).aask("leave?"))
+    assert loose.tier == "draft" and loose.verdict.threshold == 0.8
+    assert harsh.verdict.threshold == 1.0
+    assert engines.model_names()["heavy"] == "anthropic: claude-sonnet-4-5"
+
+
+def test_follow_throttles_tokens_but_not_stages(tmp_path):
+    engine = make_engine(tmp_path, draft=" ".join(["word"] * 30))
+
+    async def collect():
+        return [t.stage async for t in follow(engine.astream("leave?"), Turn("leave?"),
+                                              interval=60)]
+
+    stages = asyncio.run(collect())
+    assert len(stages) < 12  # 30 draft tokens, at most one of them shown
+    assert stages[0] == "retrieving" and stages[-1] == "replaced"
+
+
+def test_chat_session_is_per_session_and_bounded(tmp_path):
+    a = ChatSession()
+    b = copy.deepcopy(a)  # what gr.State does for each new browser session
+    turn, _ = run(make_engine(tmp_path))
+    a.finish(turn)
+    assert len(a.turns) == 1 and len(a.points) == 1 and b.turns == [] and b.points == []
+    for _ in range(MAX_TURNS + 5):
+        a.finish(turn)
+    assert len(a.turns) == MAX_TURNS and "How much annual leave?" in a.html()
+
+
+def test_settings_panel_never_shows_the_key(tmp_path):
+    s = make_settings(tmp_path)
+    off = panel.claude_status(s, environ={})
+    assert "No Claude key" in off and "ANTHROPIC_API_KEY" in off
+    on = panel.claude_status(s, environ={"ANTHROPIC_API_KEY": "sk-ant-secret"})
+    assert "configured" in on and "sk-ant" not in on and "SPECRAG_GENERATION__HEAVY" in on
+    s2 = s.with_values(**{"generation.heavy": "anthropic:claude-sonnet-4-5",
+                          "anthropic_api_key_env": "MY_KEY"})
+    assert "heavy tier is `anthropic:claude-sonnet-4-5`" in panel.claude_status(
+        s2, environ={"MY_KEY": "x"})
+    rows = panel.model_rows(s, {"heavy": "anthropic: claude-sonnet-4-5"})
+    assert [r[0] for r in rows] == ["embedder", "draft", "heavy", "verifier", "reranker"]
+    assert rows[2][1] == "anthropic: claude-sonnet-4-5"
+    assert "SmolLM2-135M" in rows[1][1] and "#sha256" not in rows[1][1]
+
+
+def test_chunk_hits_show_pages_only_when_known():
+    c = Chunk("i", "d", "notes.txt", "text", 0, 0, 4, "h", "v")
+    t = Turn("q")
+    t.hits = (Hit(c, 0.5, 1),)
+    assert "p." not in render_turn(t)
