@@ -25,12 +25,13 @@ def add_parser(sub) -> None:
 
 
 def main(args, settings) -> int:
-    from .engine import SpeculativeRAG
+    from .resilience.service import Service
 
     if bool(args.question) == bool(args.questions):
         print("specrag: error: give a question or --questions FILE", file=sys.stderr)
         return 2
-    engine = SpeculativeRAG(settings)
+    # the Service adds retries/failover, the ledger, budgets and tracing around the engine
+    engine = Service(settings)
     if args.questions:
         with open(args.questions, encoding="utf-8") as fh:
             questions = [q.strip() for q in fh if q.strip()]

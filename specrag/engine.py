@@ -26,14 +26,16 @@ from .events import POLICIES, Answer, Citation, Draft, HeavyAnswer, StageEvent
 from .generators.base import Usage
 from .prompts import NOT_FOUND, build_messages, cited_numbers
 from .retrieval import Retriever
+from .security import access, redacting, sanitize
 from .settings import Settings
 from .types import Hit, SpecragError
 
 
 class SpeculativeRAG:
     def __init__(self, settings: Settings, retriever=None, draft=None, heavy=None,
-                 verifier=None, reranker=None):
+                 verifier=None, reranker=None, auditor=None):
         self.settings = settings
+        self.auditor = auditor  # optional: samples final answers for the quality audit
         self.retriever = retriever or Retriever(settings)
         self.draft = draft
         self.heavy = heavy
@@ -49,8 +51,9 @@ class SpeculativeRAG:
         from .verifier import Verifier
 
         v = self.settings.verify
-        self.draft = self.draft or from_settings("draft", self.settings)
-        self.heavy = self.heavy or from_settings("heavy", self.settings)
+        s = self.settings  # security: third-party backends only ever see PII placeholders
+        self.draft = redacting.wrap(self.draft or from_settings("draft", s), s)
+        self.heavy = redacting.wrap(self.heavy or from_settings("heavy", s), s)
         self.verifier = self.verifier or Verifier(self.settings, aggregate=v.aggregate)
         self.reranker = self.reranker or CrossEncoder(self.settings, "reranker")
         for part in (self.retriever, self.draft, self.heavy, self.verifier, self.reranker):
@@ -70,7 +73,17 @@ class SpeculativeRAG:
         return answer
 
     async def astream(self, question: str, *, policy: str | None = None,
-                      collection: str | None = None, source: str | list[str] | None = None):
+                      collection: str | None = None, source: str | list[str] | None = None,
+                      principal=None):
+        who = access.authorize(self.settings, "read", collection, principal)  # security: ACL
+        sanitize.check_question(question or "", self.settings.security.max_question_chars)
+        async for event in self._stages(question, policy, collection, source, who):
+            if event.kind == "final" and self.auditor is not None:
+                self.auditor.maybe_record(event.answer,
+                                          collection or self.settings.store.collection)
+            yield event
+
+    async def _stages(self, question, policy, collection, source, who=None):
         s = self.settings
         policy = policy or s.generation.policy
         if policy not in POLICIES:
@@ -82,7 +95,7 @@ class SpeculativeRAG:
         t0 = time.perf_counter()
         clock = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
         timings: dict[str, float] = {}
-        ret = await asyncio.to_thread(self.retriever.retrieve, question,
+        ret = await asyncio.to_thread(access.call_as, who, self.retriever.retrieve, question,
                                       s.retrieval.top_k, collection, source)
         timings.update(vector_search=ret.search_ms, retrieval=clock())
         hits = ret.hits

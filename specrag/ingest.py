@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,12 +24,14 @@ from typing import Callable, Iterable
 from .chunker import Chunker
 from .embedder import Embedder
 from .parsers import SUPPORTED_EXTENSIONS, parse_bytes
+from .security.access import authorize
 from .settings import Settings
 from .store import Store, check_collection_name
 from .types import Chunk, DocumentInfo, FileResult, IngestError, IngestReport, ParsedDocument
 
 Progress = Callable[[int, int, FileResult], None]
 GROUP_CHUNKS = 512  # chunks embedded and stored per group
+_ODD_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 
 
 def doc_id_for(collection: str, source: str) -> str:
@@ -38,6 +41,8 @@ def doc_id_for(collection: str, source: str) -> str:
 
 def clean_source(name: str) -> str:
     """A relative, forward-slash name with no empty, '.' or '..' parts (may be '')."""
+    # security: undecodable names (surrogates) and control/bidi characters are hostile
+    name = _ODD_CHARS.sub("", str(name).encode("utf-8", "replace").decode("utf-8"))
     parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
     return "/".join(parts)
 
@@ -74,21 +79,25 @@ class Ingestor:
         return self
 
     def ingest(self, paths: Iterable[str | os.PathLike], collection: str | None = None,
-               on_progress: Progress | None = None) -> IngestReport:
+               on_progress: Progress | None = None, principal=None) -> IngestReport:
         """Ingest files and folders from disk."""
         limit = int(self.settings.chunking.max_file_mb * 1024 * 1024)
         items = [(src, _reader(path, limit)) for path, src in expand(paths)]
-        return self.ingest_items(items, collection, on_progress)
+        return self.ingest_items(items, collection, on_progress, principal)
 
     def ingest_bytes(self, files: list[tuple[str, bytes]], collection: str | None = None,
-                     on_progress: Progress | None = None) -> IngestReport:
-        """Ingest in-memory uploads given as ``(file name, bytes)``."""
+                     on_progress: Progress | None = None, principal=None) -> IngestReport:
+        """Ingest in-memory uploads given as ``(file name, bytes)``.
+
+        Parsed in memory: no temporary file is written (see ``security.crypto``)."""
         return self.ingest_items([(n, (lambda d=d: d)) for n, d in files], collection,
-                                 on_progress)
+                                 on_progress, principal)
 
     def ingest_items(self, items: list[tuple[str, Callable[[], bytes]]],
-                     collection: str | None, on_progress: Progress | None) -> IngestReport:
+                     collection: str | None, on_progress: Progress | None,
+                     principal=None) -> IngestReport:
         collection = check_collection_name(collection or self.settings.store.collection)
+        authorize(self.settings, "write", collection, principal)  # security: collection ACL
         self.warm_up()
         self.store.recover(collection)
         # one registry read for the whole batch instead of one round trip per file
@@ -137,8 +146,10 @@ class Ingestor:
             self._store_group(group, collection, report, known)
         return IngestReport(tuple(r for r in results if r is not None))
 
-    def delete(self, doc_id_or_source: str, collection: str | None = None) -> bool:
+    def delete(self, doc_id_or_source: str, collection: str | None = None,
+               principal=None) -> bool:
         collection = check_collection_name(collection or self.settings.store.collection)
+        authorize(self.settings, "write", collection, principal)  # security: collection ACL
         self.store.warm_up()
         for doc in self.store.documents(collection):
             if doc_id_or_source in (doc.doc_id, doc.source):

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from .embedder import Embedder
+from .security.access import authorize
 from .settings import Settings
 from .store import Store, check_collection_name
 from .types import Hit
@@ -44,14 +45,15 @@ class Retriever:
         return self
 
     def retrieve(self, query: str, top_k: int | None = None, collection: str | None = None,
-                 source: str | list[str] | None = None) -> Retrieval:
-        return self.retrieve_many([query], top_k, collection, source)[0]
+                 source: str | list[str] | None = None, principal=None) -> Retrieval:
+        return self.retrieve_many([query], top_k, collection, source, principal)[0]
 
     def retrieve_many(self, queries: list[str], top_k: int | None = None,
                       collection: str | None = None,
-                      source: str | list[str] | None = None) -> list[Retrieval]:
-        self.warm_up()
+                      source: str | list[str] | None = None, principal=None) -> list[Retrieval]:
         collection = check_collection_name(collection or self.settings.store.collection)
+        authorize(self.settings, "read", collection, principal)  # security: collection ACL
+        self.warm_up()
         k = top_k or self.settings.retrieval.top_k
         t0 = time.perf_counter()
         vectors = self.embedder.encode_queries(queries)
