@@ -2,13 +2,17 @@
 
 Settings come from ``specrag.yaml`` / ``SPECRAG_*`` variables as everywhere else; on a
 Space, set the Claude key as a secret named like ``anthropic_api_key_env`` says
-(``ANTHROPIC_API_KEY`` by default). Models load on the first question, not here.
+(``ANTHROPIC_API_KEY`` by default). Models load on the first question, not here. With
+``security.users_file`` set the app asks for a login (``specrag users add NAME``).
 """
 
 import os
 
+from specrag.settings import Settings
 from specrag.ui.app import build, launch_options
 
 if __name__ == "__main__":
-    build().launch(share=False, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                   **launch_options())
+    settings = Settings.load()[0]
+    build(settings).launch(share=False,
+                           server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                           **launch_options(settings))

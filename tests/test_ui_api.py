@@ -40,7 +40,7 @@ def test_sample_handbook_is_ingested_on_first_start(app, client):
     status, hits = client.predict("on-call allowance per week", "handbook", 3, api_name="/search")
     assert status.startswith("3 chunks") and hits["data"][0][2] == "oncall.md"
     api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
-    assert {"/chat", "/ingest", "/delete", "/search"} <= set(api)
+    assert {"/chat", "/ingest", "/delete", "/search", "/metrics"} <= set(api)
 
 
 def test_chat_easy_question_is_answered_by_the_draft(client):
@@ -119,12 +119,20 @@ def test_concurrent_chats_get_their_own_answers(app):
 
 
 def test_without_an_engine_the_real_one_is_built_on_the_first_question(tmp_path):
+    from specrag.audit import Auditor
     from specrag.engine import SpeculativeRAG
+    from specrag.resilience.retry import RetryingGenerator
+    from specrag.resilience.service import Service
 
     demo = build(make_settings(tmp_path / "data"), sample=False)
     engines = demo.specrag_engines
     assert engines._engine is None and not engines.warm  # nothing built or loaded at startup
     assert demo.specrag_sample.status == "skipped"
-    engine = engines.base()  # what the first question does before warming up
-    assert isinstance(engine, SpeculativeRAG) and engine.draft is None and not engines.warm
-    assert engines.base() is engine  # one engine for every session
+    service = engines.base()  # what the first question does before warming up
+    assert isinstance(service, Service) and isinstance(service.engine, SpeculativeRAG)
+    engine = service.engine  # resilient tiers, the audit, the app's retriever; nothing loaded
+    assert isinstance(engine.draft, RetryingGenerator) and isinstance(engine.heavy,
+                                                                      RetryingGenerator)
+    assert isinstance(engine.auditor, Auditor) and engine.retriever is engines._retriever
+    assert not engine._warm and not engines.warm
+    assert engines.base() is service  # one engine for every session

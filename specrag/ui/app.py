@@ -1,27 +1,36 @@
 """The Gradio app: chat with an instant draft, its verdict and the heavy fallback; documents.
 
 ``build(settings=None, engine=None, sample=True)`` assembles the tabs from the ``ui``
-modules and returns the ``gr.Blocks``; ``launch_options()`` gives what ``launch()``
-needs (stylesheet, theme). With ``engine=None`` the real ``SpeculativeRAG`` is built
+modules and returns the ``gr.Blocks``; ``launch_options(settings)`` gives what
+``launch()`` needs (stylesheet, theme, and the login when a users file is configured).
+With ``engine=None`` the app's engine is a resilient ``Service`` (admission gate,
+budgets, usage ledger, failover tiers, quality audit; ``session.build_service``), built
 lazily: its models load on the first question, so the app starts in seconds. Tests
-inject an engine made of fakes. On first start the sample handbook is ingested into the
-``handbook`` collection in the background if that collection is empty.
+inject a ``SpeculativeRAG`` or a ``Service`` made of fakes. On first start the sample
+handbook is ingested into the ``handbook`` collection in the background if that
+collection is empty.
 
 API endpoints (``gradio_client``), stable: ``/chat`` (question, collection, policy ->
 ``Answer.to_dict()``), ``/ingest`` (files, collection -> summary, per-file rows,
 documents), ``/delete`` (document, collection -> message, documents), ``/search``
-(query, collection, k -> status, hits).
+(query, collection, k -> status, hits), ``/metrics`` (-> usage and audit, a dict).
+
+Users: with ``security.users_file`` set, ``launch(**launch_options(settings))`` adds the
+login, and every handler passes the request's user (``principal_from_request``) to the
+library, which checks the collection ACLs itself; the Metrics tab is for admins. With no
+users file everyone is the local admin and there is no login, as before.
 
 Several users at once: every chat event gets its own ``ChatSession`` (``gr.State``) and
 passes its session's settings with the question; the engine is shared but keeps no
-per-question state between calls.
+per-question state between calls. The Gradio session hash is the ledger's and the
+budget's session.
 
 Deliberately not here: rendering (``chat``, ``charts``), tab contents (``documents``,
 ``search``, ``panel``), engine and pipeline logic (``specrag.engine``).
 """
 
-from __future__ import annotations
-
+# no ``from __future__ import annotations``: Gradio reads the ``gr.Request`` hints of the
+# handlers at runtime, and ``gr`` is imported inside ``build``, not at module level
 import asyncio
 import logging
 import threading
@@ -29,13 +38,15 @@ from pathlib import Path
 
 from ..ingest import Ingestor
 from ..retrieval import Retriever
+from ..security.access import PermissionDenied
 from ..settings import Settings
 from ..store import Store
 from ..types import SpecragError
-from . import charts, documents, panel, search
+from . import charts, documents, metrics, panel, search
+from .auth import gradio_auth, principal_from_request
 from .chat import Turn
-from .sample import COLLECTION, EASY, HARD, SampleKB
-from .session import ChatSession, Engines, Options, follow
+from .sample import COLLECTION, EASY, HARD, SampleKB, operator
+from .session import ChatSession, Engines, Options, follow, inner_engine, stream, unwrap
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 # Answers mostly wait on models (local ones serialise on their own lock, remote ones
@@ -52,15 +63,20 @@ def css() -> str:
     return path.read_text() if path.exists() else ""
 
 
-def launch_options() -> dict:
-    """Keyword arguments for ``launch()``: Gradio 6 takes css and theme there."""
+def launch_options(settings: Settings | None = None) -> dict:
+    """Keyword arguments for ``launch()``: Gradio 6 takes css and theme there, and the
+    login (``auth``) when ``settings`` name a users file."""
     import gradio as gr
 
     # system fonts only: the default theme would fetch web fonts, which offline hosts lack
     theme = gr.themes.Soft(primary_hue="blue", neutral_hue="slate",
                            font=["Inter", "system-ui", "Segoe UI", "sans-serif"],
                            font_mono=["ui-monospace", "SFMono-Regular", "monospace"])
-    return {"css": css(), "theme": theme}
+    options = {"css": css(), "theme": theme}
+    auth = gradio_auth(settings) if settings is not None else None
+    if auth is not None:
+        options.update(auth=auth, auth_message="Sign in with your specrag user.")
+    return options
 
 
 def header_html() -> str:
@@ -71,24 +87,46 @@ def header_html() -> str:
             "goes to the heavy model.</p></div>")
 
 
+def _retriever_of(engine) -> Retriever | None:
+    """The engine's own ``Retriever`` (without tracing wrappers), to share its store."""
+    retriever = unwrap(getattr(inner_engine(engine), "retriever", None))
+    return retriever if isinstance(retriever, Retriever) else None
+
+
+def _one_line(err: Exception) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
 def build(settings: Settings | None = None, engine=None, sample: bool = True):
     import gradio as gr
 
     settings = settings or (engine.settings if engine is not None else Settings.load()[0])
-    retriever = getattr(engine, "retriever", None)
-    if not isinstance(retriever, Retriever):  # share one embedder and store with ingestion
-        retriever = None
-    store = retriever.store if retriever else Store(settings)
+    retriever = _retriever_of(engine)  # share one embedder and store with ingestion
+    store = unwrap(retriever.store) if retriever else Store(settings)
     ingestor = Ingestor(settings, embedder=retriever.embedder if retriever else None, store=store)
     retriever = retriever or Retriever(settings, embedder=ingestor.embedder, store=store)
     engines = Engines(settings, engine, retriever)
     write_lock = threading.Lock()
-    kb = SampleKB(ingestor, write_lock)
-    kb.start() if sample else kb.skip()
+    kb = SampleKB(ingestor, write_lock, principal=operator(settings))
+    if not sample:
+        kb.skip()
+    elif kb.principal is None:
+        kb.skip("the users file lists no admin to ingest it as")
+    else:
+        kb.start()
     default = COLLECTION if sample else settings.store.collection
     lib = documents.Library(settings, ingestor, write_lock, default=default)
 
-    async def respond(question, collection, session, *opts):
+    def who(request):
+        """The request's signed-in user (the local admin when no users are configured)."""
+        try:
+            return principal_from_request(request, settings)
+        except PermissionDenied as err:
+            raise gr.Error(str(err)) from None
+
+    async def respond(question, collection, session, policy, threshold, top_k, draft_k,
+                      heavy_k, request: gr.Request):
         session = session or ChatSession()
         question = " ".join((question or "").split())[:MAX_QUESTION]
         if not question:
@@ -99,14 +137,17 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
             turn.note = "loading the models (first question only)…"
         yield session.html(turn), "", gr.skip(), gr.skip(), gr.skip()
         try:
+            me = principal_from_request(request, settings)
             if collection == kb.collection and not kb.ready:
                 await asyncio.to_thread(kb.wait, SAMPLE_WAIT_S)
-            engine = await asyncio.to_thread(engines.view, Options(*opts))
-            events = engine.astream(question, policy=opts[0] or None, collection=collection)
+            opts = Options(policy, threshold, top_k, draft_k, heavy_k)
+            engine = await asyncio.to_thread(engines.view, opts)
+            events = stream(engine, question, request.session_hash, policy=policy or None,
+                            collection=collection, principal=me)
             async for t in follow(events, turn):
                 yield session.html(t), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        except SpecragError as err:
-            turn.error = str(err)
+        except SpecragError as err:  # e.g. BusyError, BudgetExceeded, PermissionDenied
+            turn.error = _one_line(err)
         except Exception as err:  # noqa: BLE001 - shown in the turn; the session goes on
             log.exception("answering %r failed", question)
             turn.error = f"Something went wrong: {type(err).__name__}: {str(err)[:300]}"
@@ -114,22 +155,28 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
         yield (session.html(), gr.skip(), session, charts.figure(session.points),
                charts.stats_markdown(session.points))
 
-    async def chat(question: str, collection: str = default, policy: str = "") -> dict:
+    async def chat(question: str, collection: str = default, policy: str = "",
+                   request: gr.Request = None) -> dict:
         """Answer a question from a collection; returns the answer as a dict (see README)."""
         question = " ".join((question or "").split())[:MAX_QUESTION]
+        answer = None
         try:
+            me = principal_from_request(request, settings)
             if collection == kb.collection:
                 await asyncio.to_thread(kb.wait, SAMPLE_WAIT_S)
             engine = await asyncio.to_thread(engines.warm_up)
-            answer = await engine.aask(question, policy=policy or None,
-                                       collection=collection or None)
-        except SpecragError as err:
-            raise gr.Error(str(err)) from None
+            async for ev in stream(engine, question, getattr(request, "session_hash", None),
+                                   policy=policy or None, collection=collection or None,
+                                   principal=me):
+                answer = ev.answer if ev.kind == "final" else answer
+        except SpecragError as err:  # e.g. BusyError, BudgetExceeded, PermissionDenied
+            raise gr.Error(_one_line(err)) from None
         return answer.to_dict()
 
-    async def on_load(collection):
+    async def on_load(collection, request: gr.Request):
         await asyncio.to_thread(kb.wait, SAMPLE_WAIT_S)
-        return refresh_docs(collection)
+        return (*refresh_docs(collection, request),
+                gr.update(visible=metrics.allowed(settings, who(request))))
 
     with gr.Blocks(title="specrag · speculative RAG") as demo:
         with gr.Row(elem_id="sr-header", equal_height=True):
@@ -161,11 +208,15 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
                         stats = gr.Markdown(charts.stats_markdown([]), elem_id="sr-stats")
                         plot = gr.Plot(charts.figure([]), show_label=False, elem_id="sr-chart")
             with gr.Tab("Documents", id="documents"):
-                refresh_docs, doc_outputs = documents.build_tab(lib, collection, gr)
+                refresh_docs, doc_outputs = documents.build_tab(lib, collection, gr, who)
             with gr.Tab("Search", id="search"):
-                search.build_tab(retriever, collection, settings.retrieval.top_k, gr)
+                search.build_tab(retriever, collection, settings.retrieval.top_k, gr, who)
             with gr.Tab("Settings", id="settings") as settings_tab:
                 options, models = panel.build_tab(settings, engines, gr)
+            # admins only with a users file: shown by ``on_load`` to those who may see it
+            with gr.Tab("Metrics", id="metrics", visible=metrics.allowed(settings, None),
+                        elem_id="sr-metrics") as metrics_tab:
+                show_metrics, metrics_outputs = metrics.build_tab(engines, settings, gr, who)
 
         inputs = [question, collection, session, *options]
         outputs = [conversation, question, session, plot, stats]
@@ -175,7 +226,9 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
         gr.api(chat, api_name="chat", concurrency_id="chat")
         settings_tab.select(lambda: panel.model_rows(settings, engines.model_names()), None,
                             models, api_visibility="private", show_progress="hidden")
-        demo.load(on_load, collection, doc_outputs, api_visibility="private",
+        metrics_tab.select(show_metrics, None, metrics_outputs, api_visibility="private",
+                           show_progress="minimal")
+        demo.load(on_load, collection, [*doc_outputs, metrics_tab], api_visibility="private",
                   concurrency_limit=None, show_progress="minimal")
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     demo.specrag_sample = kb  # tests and scripts wait on it: demo.specrag_sample.wait()

@@ -3,9 +3,15 @@
 ``Library`` is the tab's logic over the library's ``Ingestor`` and ``Store``: the
 collections, the documents of one collection as table rows, an upload (per-file result:
 chunks added / already present / failed with the reason, reported to a progress bar as
-each file finishes) and a delete. ``build_tab(library, collection)`` lays the tab out
-inside the caller's ``gr.Blocks`` and registers the ``/ingest`` and ``/delete`` API
+each file finishes) and a delete. ``build_tab(library, collection, gr, who)`` lays the tab
+out inside the caller's ``gr.Blocks`` and registers the ``/ingest`` and ``/delete`` API
 endpoints (their inputs and outputs are part of the app's API: keep them stable).
+
+Every call acts as the request's user (``who(request)``, a ``Principal``): the library
+checks the collection ACLs (a viewer's upload or delete comes back as a one-line message,
+collections and documents a user may not read are not listed). Uploads are taken out of
+Gradio's temporary folder into memory (``take_uploads``: the files are wiped at once).
+Names and messages shown as Markdown go through ``safe_markdown``/``safe_filename``.
 
 Writes are serialised: the store assumes one writer per collection, so uploads, deletes
 and the first-start sample ingestion share one lock and one Gradio concurrency group.
@@ -14,11 +20,14 @@ Deliberately not here: parsing, chunking, storage rules (the library), the colle
 selector itself (``app``: chat and documents share it).
 """
 
-# no ``from __future__ import annotations``: Gradio reads the ``gr.SelectData`` hint of
-# ``pick`` at runtime, and ``gr`` is a parameter here, not a module global
+# no ``from __future__ import annotations``: Gradio reads the ``gr.SelectData`` and
+# ``gr.Request`` hints of the handlers at runtime, and ``gr`` is a parameter here, not a
+# module global
 import threading
-from pathlib import Path
 
+from ..security.access import authorize, list_documents, visible_collections
+from ..security.sanitize import safe_filename, safe_markdown
+from ..security.uploads import take_uploads
 from ..store import check_collection_name
 from ..types import SpecragError
 
@@ -37,32 +46,39 @@ class Library:
         self.lock = lock or threading.Lock()
         self.default = default or settings.store.collection
 
-    def collections(self) -> list[str]:
+    def collections(self, who=None) -> list[str]:
+        """The collections ``who`` may read (and the default one, if they may read it)."""
         try:
-            names = self.store.collections()
+            names = set(visible_collections(self.store, who))
         except Exception:  # noqa: BLE001 - a broken store must not stop the page from loading
-            names = []
-        return sorted(set(names) | {self.default})
-
-    def doc_rows(self, collection: str) -> list[list]:
+            names = set()
         try:
-            docs = self.store.documents(collection)
+            authorize(self.settings, "read", self.default, who)
+            names.add(self.default)
+        except SpecragError:
+            pass
+        return sorted(names)
+
+    def doc_rows(self, collection: str, who=None) -> list[list]:
+        try:
+            docs = list_documents(self.store, collection, who)
         except SpecragError:
             return []
         return [[d.source, d.format, d.pages or "", d.chunks, d.doc_id] for d in docs]
 
-    def doc_names(self, collection: str) -> list[str]:
-        return [r[0] for r in self.doc_rows(collection)]
+    def doc_names(self, collection: str, who=None) -> list[str]:
+        return [r[0] for r in self.doc_rows(collection, who)]
 
-    def upload(self, files, collection: str, progress=None):
+    def upload(self, files, collection: str, who=None, progress=None):
         """(summary, per-file rows, document rows); the summary's first words are counts."""
         if not files:
-            return "Choose one or more files first.", [], self.doc_rows(collection)
+            return "Choose one or more files first.", [], self.doc_rows(collection, who)
+        limit = int(self.settings.chunking.max_file_mb * 1024 * 1024)
+        items, refused = take_uploads(files, limit)  # into memory; the temporary files go
         try:
             collection = check_collection_name((collection or "").strip())
         except SpecragError as err:
-            return str(err), [], []
-        items = [(Path(f).name, Path(f).read_bytes()) for f in files]
+            return safe_markdown(str(err)), [], []
         if progress:
             progress(0, desc=f"Reading {len(items)} file{'s' * (len(items) != 1)}")
 
@@ -70,44 +86,56 @@ class Library:
             if progress:
                 progress(done / total, desc=f"{r.source}: {STATUS[r.status]}")
 
-        with self.lock:
-            report = self.ingestor.ingest_bytes(items, collection, on_progress=step)
-        rows = [[r.source, STATUS[r.status], r.chunks, r.reason] for r in report.results]
+        try:
+            with self.lock:  # the library checks that ``who`` may write here
+                report = self.ingestor.ingest_bytes(items, collection, on_progress=step,
+                                                    principal=who)
+        except SpecragError as err:
+            return safe_markdown(str(err)), [], self.doc_rows(collection, who)
+        rows = [[safe_filename(r.source), STATUS[r.status], r.chunks, r.reason]
+                for r in report.results]
+        rows += [[safe_filename(why.split(": ", 1)[0]), STATUS["failed"], 0, why]
+                 for why in refused]
         stored = sum(r.status in ("added", "replaced") for r in report.results)
         present = sum(r.status == "unchanged" for r in report.results)
+        failed = len(report.failed) + len(refused)
         added = report.chunks_added
-        summary = (f"{stored} stored, {present} already present, {len(report.failed)} failed"
-                   f" · {added} chunk{'s' * (added != 1)} added to '{collection}'")
-        return summary, rows, self.doc_rows(collection)
+        summary = (f"{stored} stored, {present} already present, {failed} failed"
+                   f" · {added} chunk{'s' * (added != 1)} added to '{safe_markdown(collection)}'")
+        return summary, rows, self.doc_rows(collection, who)
 
-    def delete(self, doc: str, collection: str):
+    def delete(self, doc: str, collection: str, who=None):
         doc = (doc or "").strip()
         if not doc:
-            return "Choose a document to delete.", self.doc_rows(collection)
+            return "Choose a document to delete.", self.doc_rows(collection, who)
         try:
             with self.lock:
-                ok = self.ingestor.delete(doc, collection)
+                ok = self.ingestor.delete(doc, collection, principal=who)
         except SpecragError as err:
-            return str(err), self.doc_rows(collection)
-        msg = f"Deleted {doc}." if ok else f"No document '{doc}' in {collection}."
-        return msg, self.doc_rows(collection)
+            return safe_markdown(str(err)), self.doc_rows(collection, who)
+        name = safe_markdown(safe_filename(doc))
+        msg = (f"Deleted {name}." if ok
+               else f"No document '{name}' in {safe_markdown(collection or '')}.")
+        return msg, self.doc_rows(collection, who)
 
 
-def build_tab(lib: Library, collection, gr):
-    """The tab's components and events; ``collection`` is the shared selector."""
+def build_tab(lib: Library, collection, gr, who):
+    """The tab's components and events; ``collection`` is the shared selector and
+    ``who(request)`` the request's ``Principal``."""
 
     # parameter names are the API's (gradio_client shows them): keep them readable
-    def upload(files, collection, progress=gr.Progress()):
-        return lib.upload(files, collection, progress)
+    def upload(files, collection, request: gr.Request, progress=gr.Progress()):
+        return lib.upload(files, collection, who(request), progress)
 
-    def delete(document, collection):
-        return lib.delete(document, collection)
+    def delete(document, collection, request: gr.Request):
+        return lib.delete(document, collection, who(request))
 
-    def docs_of(coll):
-        return lib.doc_rows(coll), gr.update(choices=lib.doc_names(coll), value=None)
+    def docs_of(coll, request: gr.Request):
+        me = who(request)
+        return lib.doc_rows(coll, me), gr.update(choices=lib.doc_names(coll, me), value=None)
 
-    def refresh(coll):  # after a write: a new collection may exist now
-        return (*docs_of(coll), gr.update(choices=lib.collections()))
+    def refresh(coll, request: gr.Request):  # after a write: a new collection may exist now
+        return (*docs_of(coll, request), gr.update(choices=lib.collections(who(request))))
 
     def pick(evt: gr.SelectData):
         row = evt.row_value or []

@@ -9,6 +9,10 @@ about it: the first ones are single facts a small draft model gets right (accept
 the last ones need several passages combined (usually rejected, answered by the heavy
 model).
 
+With a users file, the sample is ingested on behalf of the first admin it lists (the
+operator who configured the app: ``operator(settings)``), and skipped when it lists none;
+the collection's ACL then decides who reads it (unlisted collections: admins only).
+
 Deliberately not here: how files are ingested (``Ingestor``), UI layout.
 """
 
@@ -18,6 +22,8 @@ import logging
 import threading
 from pathlib import Path
 
+from ..security.access import AccessControl
+from ..security.users import LOCAL, Principal
 from ..types import SpecragError
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
@@ -38,10 +44,26 @@ EXAMPLES = EASY + HARD
 log = logging.getLogger(__name__)
 
 
+def operator(settings) -> Principal | None:
+    """Who ingests the sample: the local user, or the users file's first admin (None: none)."""
+    control = AccessControl(settings)
+    if not control.enabled:
+        return LOCAL
+    try:
+        users = control.directory().users.values()
+    except SpecragError as err:
+        log.warning("sample handbook: %s", err)
+        return None
+    admin = next((u for u in users if u.role == "admin"), None)
+    return Principal(admin.name, admin.role) if admin else None
+
+
 class SampleKB:
     def __init__(self, ingestor, lock: threading.Lock | None = None,
-                 collection: str = COLLECTION, folder: Path = SAMPLE_DIR):
+                 collection: str = COLLECTION, folder: Path = SAMPLE_DIR,
+                 principal: Principal | None = LOCAL):
         self.ingestor = ingestor
+        self.principal = principal  # who the ingestion acts as (see ``operator``)
         self.lock = lock or threading.Lock()
         self.collection = collection
         self.folder = Path(folder)
@@ -61,7 +83,8 @@ class SampleKB:
                 if not self.is_empty():
                     self.status = "present"
                 else:
-                    report = self.ingestor.ingest([self.folder], self.collection)
+                    report = self.ingestor.ingest([self.folder], self.collection,
+                                                  principal=self.principal)
                     ok = len(report.results) - len(report.failed)
                     self.status = f"ingested {ok} sample files"
                     for r in report.failed:
@@ -77,8 +100,8 @@ class SampleKB:
         threading.Thread(target=self.ensure, daemon=True, name="specrag-sample").start()
         return self
 
-    def skip(self) -> "SampleKB":
-        self.status = "skipped"
+    def skip(self, why: str = "") -> "SampleKB":
+        self.status = f"skipped: {why}" if why else "skipped"
         self._done.set()
         return self
 

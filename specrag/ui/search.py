@@ -2,35 +2,40 @@
 
 Useful to see why an answer was drafted from the passages it was: rank, cosine score,
 source, page, heading and text of the top-k chunks. Registers the ``/search`` API
-endpoint (query, collection, k) -> (status line, hits table); keep it stable.
+endpoint (query, collection, k) -> (status line, hits table); keep it stable. Searches
+act as the request's user (``who(request)``): the retriever refuses a collection they may
+not read, and the refusal is the status line.
 
 Deliberately not here: retrieval itself (``Retriever``), answering (the Chat tab).
 """
 
-from __future__ import annotations
-
+# no ``from __future__ import annotations``: Gradio reads the ``gr.Request`` hint of the
+# handler at runtime, and ``gr`` is a parameter here, not a module global
+from ..security.sanitize import safe_markdown
 from ..types import SpecragError
 
 HEADERS = ["rank", "score", "source", "page", "heading", "text"]
 
 
-def search(retriever, query: str, collection: str, k) -> tuple[str, list[list]]:
+def search(retriever, query: str, collection: str, k, who=None) -> tuple[str, list[list]]:
     query = (query or "").strip()
     if not query:
         return "Type a question or keywords.", []
     try:
-        res = retriever.retrieve(query[:2000], top_k=int(k), collection=collection)
+        res = retriever.retrieve(query[:2000], top_k=int(k), collection=collection,
+                                 principal=who)
     except SpecragError as err:
-        return str(err), []
+        return safe_markdown(str(err)), []
+    # a plain-text table (Dataframe "str" cells): document text is shown, never rendered
     rows = [[h.rank, round(h.score, 3), h.chunk.source, h.chunk.page or "",
              h.chunk.heading or "", h.chunk.text] for h in res.hits]
     return (f"{len(res.hits)} chunks in {res.total_ms:.0f} ms "
             f"(encode {res.encode_ms:.0f} ms, search {res.search_ms:.0f} ms)"), rows
 
 
-def build_tab(retriever, collection, top_k: int, gr) -> None:
-    def run(query, collection, k):  # parameter names are the API's
-        return search(retriever, query, collection, k)
+def build_tab(retriever, collection, top_k: int, gr, who) -> None:
+    def run(query, collection, k, request: gr.Request):  # parameter names are the API's
+        return search(retriever, query, collection, k, who(request))
 
     with gr.Row(equal_height=True):
         query = gr.Textbox(label="Query", placeholder="How many days of annual leave?",

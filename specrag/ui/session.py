@@ -1,11 +1,17 @@
 """The engine every session shares, and what each browser session keeps for itself.
 
-- ``Engines`` holds the one ``SpeculativeRAG`` of the app. It is built and warmed on the
-  first question (models load then, not at import or startup, so the app starts fast),
-  under a lock so two first questions do not load the models twice. When a session's
-  settings panel changes the threshold, k or chunk counts, ``view(options)`` returns a
-  shallow copy of the engine with those settings over the same loaded parts: sessions
-  never see each other's choices and no model is loaded twice.
+- ``Engines`` holds the one engine of the app: by default a resilient ``Service``
+  (admission gate, budgets, usage ledger, tracing) around a ``SpeculativeRAG`` with the
+  failover tiers of ``resilience.chains`` and the quality ``Auditor``; tests inject a
+  ``SpeculativeRAG`` or a ``Service`` of fakes. It is built on first use and warmed on
+  the first question (models load then, not at import or startup, so the app starts
+  fast), under a lock so two first questions do not load the models twice. When a
+  session's settings panel changes the threshold, k or chunk counts, ``view(options)``
+  returns a shallow copy of the engine with those settings over the same loaded parts
+  (and, for a ``Service``, the same ledger, gate and budget): sessions never see each
+  other's choices and no model is loaded twice.
+- ``stream(engine, question, session_id, **kw)`` starts a question on either kind of
+  engine; a ``Service`` gets the session id, so its ledger and budgets are per session.
 - ``ChatSession`` is the per-session state kept in ``gr.State``: the rendered HTML of
   finished turns and one chart point per answer. Nothing in it is shared.
 - ``follow(events, turn)`` applies engine events to a ``Turn`` and yields it at every
@@ -13,7 +19,7 @@
   gains nothing from 100 repaints a second).
 
 Deliberately not here: HTML (``chat``), figures (``charts``), Gradio layout (``app``),
-and any pipeline decision (the engine makes them all).
+and any pipeline decision (the engine and the service make them all).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..engine import SpeculativeRAG
+from ..resilience.service import Service
 from . import charts
 from .chat import Turn, render_conversation, render_turn
 
@@ -49,6 +57,41 @@ class Options:
         return {k: v for k, v in wanted.items() if v is not None and v != current[k]}
 
 
+def build_service(settings, retriever=None) -> Service:
+    """The app's engine: resilient tiers, the ledger, budgets, admission and the audit.
+
+    Cheap: nothing is loaded until ``warm_up``."""
+    from ..audit import Auditor
+    from ..resilience.chains import tier_from_settings
+
+    s = settings
+    engine = SpeculativeRAG(s, retriever=retriever, draft=tier_from_settings("draft", s),
+                            heavy=tier_from_settings("heavy", s), auditor=Auditor(s))
+    return Service(s, engine=engine)
+
+
+def inner_engine(engine):
+    """The ``SpeculativeRAG`` (or whatever answers) inside a ``Service``; else ``engine``."""
+    return engine.engine if isinstance(engine, Service) else engine
+
+
+def unwrap(part):
+    """A part without the tracing wrappers ``resilience.instrument`` puts around it."""
+    for _ in range(4):
+        inner = getattr(part, "__dict__", {}).get("inner")
+        if inner is None:
+            break
+        part = inner
+    return part
+
+
+def stream(engine, question: str, session_id: str | None, **kw):
+    """``engine.astream`` for a ``Service`` (per-session ledger) or a bare engine."""
+    if isinstance(engine, Service):
+        kw["session"] = session_id or "anonymous"
+    return engine.astream(question, **kw)
+
+
 class Engines:
     def __init__(self, settings, engine=None, retriever=None):
         self.settings = engine.settings if engine is not None else settings
@@ -61,10 +104,14 @@ class Engines:
         """The shared engine, built on first use (building loads nothing)."""
         with self._lock:
             if self._engine is None:
-                from ..engine import SpeculativeRAG
-
-                self._engine = SpeculativeRAG(self.settings, retriever=self._retriever)
+                self._engine = build_service(self.settings, self._retriever)
             return self._engine
+
+    @property
+    def service(self) -> Service | None:
+        """The shared ``Service`` (ledger, budgets), or None for a bare injected engine."""
+        base = self.base()
+        return base if isinstance(base, Service) else None
 
     def warm_up(self):
         """Load every model once (blocking: run it in a thread)."""
@@ -73,35 +120,79 @@ class Engines:
             if not self.warm:
                 if hasattr(engine, "warm_up"):
                     engine.warm_up()
+                inner = inner_engine(engine)
+                auditor = getattr(inner, "auditor", None)
+                if auditor is not None:  # score the audit with the models just loaded
+                    _lend_models(auditor, inner)
                 self.warm = True
         return engine
 
     def view(self, options: Options):
         """The engine for one question with a session's settings (the base one if unchanged)."""
-        from ..engine import SpeculativeRAG
-
         base = self.warm_up()
-        changes = options.changes(base.settings)
-        if not changes or not isinstance(base, SpeculativeRAG):
+        inner = inner_engine(base)
+        if not isinstance(inner, SpeculativeRAG):
             return base
-        # a shallow copy shares every loaded part (models, retriever, anything the engine
-        # grows later); only the settings object and the verifier's threshold differ
-        view = copy.copy(base)
-        view.settings = base.settings.with_values(**changes)
-        if "verify.threshold" in changes and hasattr(base.verifier, "threshold"):
-            view.verifier = copy.copy(base.verifier)
-            view.verifier.threshold = float(changes["verify.threshold"])
+        changes = options.changes(inner.settings)
+        if not changes:
+            return base
+        engine = _engine_view(inner, changes)
+        if not isinstance(base, Service):
+            return engine
+        view = copy.copy(base)  # the same ledger, telemetry, admission gate and budget
+        view.engine = engine
         return view
 
     def model_names(self) -> dict[str, str]:
         """Role -> the model the engine uses, for the settings panel (read-only)."""
-        engine = self._engine
+        engine = inner_engine(self._engine) if self._engine is not None else None
         out = {}
         for role in ("draft", "heavy", "verifier", "reranker"):
             part = getattr(engine, role, None) if engine is not None else None
             if part is not None and getattr(part, "model", None):
                 out[role] = f"{getattr(part, 'name', '')}: {part.model}".lstrip(": ")
         return out
+
+
+def _lend_models(auditor, engine) -> None:
+    """Give the auditor the engine's verifier and reranker unless it has its own."""
+    verifier = unwrap(getattr(engine, "verifier", None))
+    reranker = unwrap(getattr(engine, "reranker", None))
+    if auditor.verifier is None and hasattr(verifier, "verify"):
+        auditor.verifier = verifier
+    if auditor.reranker is None and hasattr(reranker, "predict"):
+        auditor.reranker = reranker
+
+
+def _engine_view(base: SpeculativeRAG, changes: dict) -> SpeculativeRAG:
+    # a shallow copy shares every loaded part (models, retriever, anything the engine
+    # grows later); only the settings object and the verifier's threshold differ
+    view = copy.copy(base)
+    view.settings = base.settings.with_values(**changes)
+    if "verify.threshold" in changes and hasattr(base.verifier, "threshold"):
+        view.verifier = _with_threshold(base.verifier, float(changes["verify.threshold"]))
+    telemetry = vars(base).get("_specrag_telemetry")
+    if telemetry is not None:
+        # tracing replaced astream/warm_up on the instance with closures over ``base``:
+        # drop the copies and trace the view itself (its generators keep their observers)
+        from ..resilience.instrument import instrument
+
+        for name in ("astream", "warm_up", "_specrag_telemetry"):
+            vars(view).pop(name, None)
+        instrument(view, telemetry)
+    return view
+
+
+def _with_threshold(verifier, threshold: float):
+    inner = getattr(verifier, "__dict__", {}).get("inner")
+    if inner is not None and hasattr(inner, "threshold"):  # a tracing wrapper: copy both
+        # (not copy.copy: the wrapper's __getattr__ delegates to an ``inner`` not yet set)
+        wrapper = object.__new__(type(verifier))
+        wrapper.__dict__.update(vars(verifier), inner=_with_threshold(inner, threshold))
+        return wrapper
+    out = copy.copy(verifier)
+    out.threshold = threshold
+    return out
 
 
 @dataclass
