@@ -1,0 +1,146 @@
+"""Verifier benchmark on held-out ``test`` pairs: quality per source, latency, int8 vs fp32.
+
+``run(settings)`` scores each test pair as a draft with the production ``Verifier``
+(sentence split, max over chunks, min over sentences) and reports per source:
+balanced accuracy at 0.5 and at the configured (calibrated) threshold, AUROC,
+precision/recall at that threshold, and a *length-only baseline* (the claim's length
+in characters as the score, best direction, best threshold chosen on the test set
+itself, so the baseline is favoured). Latency: one verification of a 3-sentence draft
+against 10 chunks (p50/p95), and throughput in pairs/s, for int8 and, when the fp32
+export of the training run exists, fp32 in the same process.
+
+Deliberately not here: training and threshold choice (``training.calibrate``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..settings import Settings
+
+SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
+
+
+def _metrics(scores, labels, threshold: float) -> dict:
+    from sklearn.metrics import roc_auc_score
+
+    scores, y = np.asarray(scores, float), np.asarray(labels, float) >= 0.5
+
+    def bacc(pred):
+        return float((pred[y].mean() + (~pred[~y]).mean()) / 2) if y.any() and (~y).any() else float("nan")
+
+    acc = scores >= threshold
+    return {"n": int(len(y)), "balanced_accuracy@0.5": bacc(scores >= 0.5),
+            "balanced_accuracy@t": bacc(acc),
+            "auroc": float(roc_auc_score(y, scores)) if y.any() and (~y).any() else float("nan"),
+            "precision@t": float(y[acc].mean()) if acc.any() else float("nan"),
+            "recall@t": float(acc[y].mean()) if y.any() else float("nan")}
+
+
+def length_baseline(lengths, labels) -> dict:
+    from sklearn.metrics import roc_auc_score
+
+    x, y = np.asarray(lengths, float), np.asarray(labels, float) >= 0.5
+    auc = float(roc_auc_score(y, x))
+    sign = 1.0 if auc >= 0.5 else -1.0
+    best = 0.0
+    for t in np.unique(x):
+        pred = sign * x >= sign * t
+        best = max(best, float((pred[y].mean() + (~pred[~y]).mean()) / 2))
+    return {"auroc": max(auc, 1 - auc), "balanced_accuracy": best}
+
+
+def _latency(scorer, chunks: list[str], draft: str, runs: int, per_sentence=None) -> dict:
+    from ..verifier import Verifier
+
+    v = Verifier(Settings(), scorer=scorer, per_sentence=per_sentence)
+    v.verify(draft, chunks)  # warm-up
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        v.verify(draft, chunks)
+        times.append((time.perf_counter() - t) * 1000)
+    pairs = [(c, s) for c in chunks for s in [draft] * 8][:256]
+    t = time.perf_counter()
+    scorer.predict(pairs)
+    return {"p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95)),
+            "pairs_per_s": len(pairs) / (time.perf_counter() - t)}
+
+
+def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | None = None,
+        quick: bool = False, n_per_source: int | None = None, seed: int = 0,
+        progress: bool = False, out_dir: Path | None = None) -> dict:
+    from ..crossencoder import CrossEncoder
+    from ..training import data
+    from ..training.calibrate import draft_scores
+    from ..training.run import work_dir
+    from ..verifier import Verifier, claims
+
+    n = n_per_source or (400 if quick else 1000)
+    model = str(model_dir) if model_dir else None
+    int8 = CrossEncoder(settings, "verifier", model=model).warm_up()
+    threshold = settings.verify.threshold
+    pairs = data.sample(data.verifier_pairs(settings, seed), "test", {s: n for s in SOURCES}, seed)
+    scores = draft_scores(Verifier(settings, scorer=int8), pairs, progress)
+    result: dict = {"model": str(int8.model_dir), "threshold": threshold, "per_source": {}}
+    for src in SOURCES + ("all",):
+        idx = [i for i, p in enumerate(pairs) if src in ("all", p.source)]
+        labels = [pairs[i].label for i in idx]
+        row = _metrics(scores[idx], labels, threshold)
+        row["length_baseline"] = length_baseline([len(pairs[i].hypothesis) for i in idx], labels)
+        result["per_source"][src] = row
+    # latency: a real 3-sentence draft against 10 real test passages (~100-250 tokens)
+    syn = [p for p in pairs if p.source == "synthetic"]
+    chunks = list(dict.fromkeys(p.premise for p in syn))[:10]
+    # a 3-sentence draft: the first sentence of three of the chunks (one may be perturbed)
+    draft = " ".join(claims(c)[0] for c in chunks[:3])
+    runs = 20 if quick else 50
+    result["latency"] = {"draft_sentences": len(claims(draft)), "chunks": len(chunks),
+                         "int8": _latency(int8, chunks, draft, runs),
+                         "int8, top-3 chunks per sentence": _latency(int8, chunks, draft, runs, 3)}
+    fp32_path = fp32_path or work_dir(settings, "verifier", model_dir) / "model-fp32.onnx"
+    if Path(fp32_path).exists():
+        fp32 = CrossEncoder(settings, "verifier", model=model, backend="onnx-fp32",
+                            onnx_path=str(fp32_path)).warm_up()
+        result["latency"]["fp32"] = _latency(fp32, chunks, draft, runs)
+        fp_scores = fp32.predict([(p.premise, p.hypothesis) for p in pairs[:300]])
+        i8_scores = int8.predict([(p.premise, p.hypothesis) for p in pairs[:300]])
+        result["int8_vs_fp32_max_abs_diff"] = float(np.abs(fp_scores - i8_scores).max())
+    if out_dir:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "verifier.json").write_text(json.dumps(result, indent=2))
+        (Path(out_dir) / "verifier.md").write_text(to_markdown(result))
+    return result
+
+
+def _f(v) -> str:
+    return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.3f}"
+
+
+def to_markdown(r: dict) -> str:
+    t = r["threshold"]
+    lines = [f"Held-out `test` split, label-balanced; each claim verified as a draft against its "
+             f"context. Threshold t = {t} (`verify.threshold`).", "",
+             f"| source | n | bal. acc @0.5 | bal. acc @t | AUROC | precision @t | recall @t "
+             f"| length-only bal. acc | length-only AUROC |", "|---|---|---|---|---|---|---|---|---|"]
+    for src, m in r["per_source"].items():
+        lb = m["length_baseline"]
+        lines.append(f"| {src} | {m['n']} | {_f(m['balanced_accuracy@0.5'])} | "
+                     f"{_f(m['balanced_accuracy@t'])} | {_f(m['auroc'])} | {_f(m['precision@t'])} | "
+                     f"{_f(m['recall@t'])} | {_f(lb['balanced_accuracy'])} | {_f(lb['auroc'])} |")
+    lat = r["latency"]
+    lines += ["", f"Latency of one verification ({lat['draft_sentences']} sentences x "
+              f"{lat['chunks']} chunks, one `predict` call; top-3: the lexical prefilter "
+              "`Verifier(per_sentence=3)`), 2 CPU cores:", "",
+              "| backend | p50 ms | p95 ms | pairs/s |", "|---|---|---|---|"]
+    for b in ("int8", "int8, top-3 chunks per sentence", "fp32"):
+        if b in lat:
+            lines.append(f"| {b} | {lat[b]['p50_ms']:.1f} | {lat[b]['p95_ms']:.1f} | "
+                         f"{lat[b]['pairs_per_s']:.0f} |")
+    if "int8_vs_fp32_max_abs_diff" in r:
+        lines.append(f"\nMax |P_int8 - P_fp32| over 300 test pairs: {r['int8_vs_fp32_max_abs_diff']:.3f}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""Training of the distilled cross-encoders (verifier, reranker); see ``specrag train``."""

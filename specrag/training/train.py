@@ -1,0 +1,165 @@
+"""Fine-tune a cross-encoder on CPU and ship it as int8 ONNX plus tokenizer.
+
+``fit(pairs, config)`` trains ``AutoModelForSequenceClassification(num_labels=1)`` from
+the embedder's MiniLM weights with a plain torch loop: BCE on one logit, AdamW, linear
+warmup and decay, a fixed seed and ``torch.set_num_threads``. Batches are cut from
+length-sorted windows so little time goes into padding, then shuffled.
+``export(model, tokenizer, out_dir, work_dir)`` writes ``model-int8.onnx`` (dynamic
+per-channel int8, like the embedder) and the tokenizer files to ``out_dir``; the
+fp32 ONNX and the torch checkpoint stay in ``work_dir`` for benchmarks.
+
+Deliberately not here: which pairs to train on (``training.data``/``rerank_data``),
+evaluation and model cards (``training.run``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    name: str = "verifier"
+    max_length: int = 256
+    batch_size: int = 16
+    epochs: int = 1
+    lr: float = 4e-5
+    warmup: float = 0.06
+    weight_decay: float = 0.01
+    seed: int = 0
+    threads: int = 2
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _torch():
+    try:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    except ImportError as err:  # pragma: no cover
+        raise ImportError("training needs torch and transformers: "
+                          "pip install torch==2.13.0 transformers") from err
+    return torch, AutoModelForSequenceClassification, AutoTokenizer
+
+
+def load_base(base_dir: Path):
+    """MiniLM encoder weights with a fresh one-logit head, and its tokenizer."""
+    torch, AutoModel, AutoTokenizer = _torch()
+    import logging
+
+    # "some weights newly initialized" is expected: the classifier head is new
+    logging.getLogger("transformers.modeling_utils").setLevel(logging.ERROR)
+    model = AutoModel.from_pretrained(str(base_dir), num_labels=1)
+    return model, AutoTokenizer.from_pretrained(str(base_dir))
+
+
+def batches(pairs, batch_size: int, seed: int, window: int = 64) -> list[list]:
+    """Length-bucketed batches in seeded random order."""
+    rng = random.Random(seed)
+    order = list(pairs)
+    rng.shuffle(order)
+    out = []
+    span = batch_size * window
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start:start + span], key=lambda p: len(p[0]) + len(p[1]))
+        out += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(out)
+    return out
+
+
+def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path,
+        progress: bool = True, log=print):
+    """Train on (text_a, text_b, label) triples; returns (model, tokenizer, stats)."""
+    torch, _, _ = _torch()
+    from tqdm import tqdm
+
+    torch.manual_seed(config.seed)
+    random.seed(config.seed)
+    torch.set_num_threads(config.threads)
+    model, tok = load_base(base_dir)
+    # word embeddings stay frozen: a third of the AdamW work for little gain on 10k pairs
+    model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
+    model.train()
+    plan = [b for e in range(config.epochs) for b in batches(pairs, config.batch_size, config.seed + e)]
+    no_decay = ("bias", "LayerNorm.weight")
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    groups = [{"params": [p for n, p in params if not any(k in n for k in no_decay)],
+               "weight_decay": config.weight_decay},
+              {"params": [p for n, p in params if any(k in n for k in no_decay)],
+               "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=config.lr)
+    warm = max(1, int(config.warmup * len(plan)))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (len(plan) - s) / max(1, len(plan) - warm))))
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    started, ema = time.time(), None
+    bar = tqdm(plan, desc=f"train {config.name}", unit="batch", disable=not progress,
+               mininterval=5)
+    for step, batch in enumerate(bar):
+        enc = tok([p[0] for p in batch], [p[1] for p in batch], truncation="longest_first",
+                  max_length=config.max_length, padding=True, return_tensors="pt")
+        labels = torch.tensor([p[2] for p in batch], dtype=torch.float32)
+        logits = model(**enc).logits.squeeze(-1)
+        loss = loss_fn(logits, labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
+        if step % 20 == 0:
+            bar.set_postfix(loss=f"{ema:.3f}")
+        if not progress and step % 25 == 0:
+            log(f"step {step}/{len(plan)} loss {ema:.4f} {time.time() - started:.0f}s")
+    model.eval()
+    stats = {"steps": len(plan), "pairs": len(pairs), "seconds": round(time.time() - started, 1),
+             "final_loss_ema": round(ema or math.nan, 4)}
+    return model, tok, stats
+
+
+def export(model, tok, out_dir: Path, work_dir: Path, max_length: int) -> dict[str, Path]:
+    """int8 ONNX + tokenizer into ``out_dir``; fp32 ONNX + torch checkpoint into ``work_dir``."""
+    torch, _, _ = _torch()
+    from ..onnx_export import _quantize
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(work_dir / "hf"))
+    tok.save_pretrained(str(work_dir / "hf"))
+    enc = tok(["specrag export", "a premise"], ["a claim", "a second, longer claim here"],
+              return_tensors="pt", padding=True)
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc]
+
+    class Scorer(torch.nn.Module):
+        # keyword call: transformers 5 changed positional argument order
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            return self.inner(**dict(zip(names, args))).logits
+
+    fp32 = work_dir / "model-fp32.onnx"
+    axes = {n: {0: "batch", 1: "seq"} for n in names} | {"logits": {0: "batch"}}
+    with torch.no_grad():
+        torch.onnx.export(Scorer(model), tuple(enc[n] for n in names), str(fp32),
+                          input_names=names, output_names=["logits"], dynamic_axes=axes,
+                          opset_version=17, dynamo=False)
+    tmp = out_dir / ".model-int8.onnx.part"
+    _quantize(fp32, tmp)
+    os.replace(tmp, out_dir / "model-int8.onnx")
+    tok.save_pretrained(str(work_dir / "tok"))
+    for name in TOKENIZER_FILES:
+        if (work_dir / "tok" / name).exists():
+            shutil.copyfile(work_dir / "tok" / name, out_dir / name)
+    (work_dir / "inputs.txt").write_text("\n".join(names))
+    return {"int8": out_dir / "model-int8.onnx", "fp32": fp32, "hf": work_dir / "hf"}

@@ -1,0 +1,57 @@
+"""Training data rules (fast) and a tiny end-to-end training run (slow)."""
+
+import json
+import random
+
+import pytest
+
+from specrag.training.data import Pair, perturb, qa_claim, sample, split_of
+
+
+def test_split_is_stable_and_roughly_80_10_10():
+    keys = [f"k{i}" for i in range(5000)]
+    splits = [split_of(k) for k in keys]
+    assert splits == [split_of(k) for k in keys]
+    assert 0.07 < splits.count("test") / 5000 < 0.13 and 0.07 < splits.count("dev") / 5000 < 0.13
+
+
+def test_qa_claim_uses_one_template_and_lengths_are_matched():
+    from specrag.training.data import length_matched
+
+    q = "What nationality was James Henry Miller's wife?"
+    assert qa_claim(q, "American") == \
+        "The answer to \"What nationality was James Henry Miller's wife?\" is: American."
+    rows = [("c", "q", "Paris", "It was Lyon."), ("c", "q", "Big Ben", "London"),
+            ("c", "q", "1889", "Rome")]
+    got = length_matched(rows)
+    assert sorted((len(a.split()), lab) for _, _, a, lab in got) == [(1, 0.0), (1, 0.0), (1, 1.0), (1, 1.0)]
+
+
+def test_perturb_changes_the_sentence():
+    rng = random.Random(0)
+    s = "The bridge opened in 1932 and carried 40,000 cars a day across the river."
+    for _ in range(20):
+        changed, kind = perturb(s, ["Madrid", "Lisbon"], rng)
+        assert changed != s and kind in ("year", "number", "entity", "negation")
+
+
+def test_sample_is_label_balanced_and_split_pure():
+    pairs = [Pair("p", f"h{i}", float(i % 3 == 0), "x", "train" if i % 5 else "test")
+             for i in range(300)]
+    got = sample(pairs, "train", {"x": 100}, seed=1)
+    assert len(got) == 100 and sum(p.label for p in got) == 50
+    assert all(p.split == "train" for p in got)
+
+
+@pytest.mark.slow
+def test_tiny_training_run_end_to_end(settings, tmp_path):
+    from specrag.crossencoder import CrossEncoder
+    from specrag.training import run
+
+    out = run.train_verifier(settings, out=tmp_path / "verifier", scale=0.003, progress=False,
+                             evaluate=False)
+    meta = json.loads((out / "specrag.json").read_text())
+    assert meta["train_config"]["seed"] == 0 and "bigbench" in meta["data"]
+    assert (out / "model-int8.onnx").exists() and (out / "README.md").exists()
+    scores = CrossEncoder(settings, "verifier", model=str(out)).predict([("a b c", "a b")])
+    assert scores.shape == (1,) and 0 <= scores[0] <= 1

@@ -1,0 +1,102 @@
+"""Verdict logic with a fake scorer: splitting, citations, aggregation, abstention, threshold."""
+
+import numpy as np
+import pytest
+
+from specrag.training.calibrate import choose_threshold, write_threshold
+from specrag.verifier import Verifier, claims, is_abstention, split_sentences, strip_citations
+
+
+class FakeScorer:
+    """Score = 0.9 when the sentence's first word appears in the chunk, else 0.1."""
+
+    def __init__(self):
+        self.calls = []
+
+    def predict(self, pairs):
+        self.calls.append(list(pairs))
+        return np.array([0.9 if h.split()[0].lower() in p.lower() else 0.1 for p, h in pairs])
+
+
+def test_split_sentences_keeps_abbreviations_and_splits_glued_text():
+    assert split_sentences("Dr. Smith came in 2009.Stock rose. It was 5 p.m. Then rain!") == [
+        "Dr. Smith came in 2009.", "Stock rose.", "It was 5 p.m.", "Then rain!"]
+    assert split_sentences("  ") == []
+
+
+def test_citations_are_stripped_and_fragments_merged():
+    assert strip_citations("Paris is the capital [1]. It is big [2, 3][doc 4].") == \
+        "Paris is the capital. It is big."
+    assert claims("Yes. Paris is the capital of France [1]. Indeed.") == [
+        "Yes. Paris is the capital of France. Indeed."]
+
+
+def test_one_batched_call_max_over_chunks_min_over_sentences(settings):
+    scorer = FakeScorer()
+    v = Verifier(settings, scorer=scorer, threshold=0.5)
+    chunks = ["paris is in france", "berlin is in germany", "madrid is in spain"]
+    verdict = v.verify("Paris is the capital of France. Berlin is the capital of Germany.", chunks)
+    assert len(scorer.calls) == 1 and len(scorer.calls[0]) == 6
+    assert [s.best_chunk for s in verdict.sentences] == [0, 1]
+    assert verdict.score == pytest.approx(0.9) and verdict.accepted
+    bad = v.verify("Paris is lovely in spring. Rome is the capital of Italy.", chunks)
+    assert bad.score == pytest.approx(0.1) and not bad.accepted
+    assert [round(s.score, 1) for s in bad.sentences] == [0.9, 0.1]
+    mean = Verifier(settings, scorer=FakeScorer(), aggregate="mean", threshold=0.45).verify(
+        "Paris is lovely in spring. Rome is the capital of Italy.", chunks)
+    assert mean.score == pytest.approx(0.5, abs=1e-6) and mean.accepted
+
+
+def test_lexical_prefilter_scores_fewer_pairs(settings):
+    scorer = FakeScorer()
+    chunks = ["paris is in france", "berlin is in germany", "madrid is in spain", "rome italy"]
+    v = Verifier(settings, scorer=scorer, threshold=0.5, per_sentence=1)
+    verdict = v.verify("Berlin is the capital of Germany. Rome is the capital of Italy.", chunks)
+    assert len(scorer.calls[0]) == 2 and [s.best_chunk for s in verdict.sentences] == [1, 3]
+    assert verdict.accepted
+
+
+def test_threshold_comes_from_settings(settings):
+    strict = settings.with_values(**{"verify.threshold": 0.95})
+    verdict = Verifier(strict, scorer=FakeScorer()).verify("Paris is nice today.", ["paris"])
+    assert verdict.threshold == 0.95 and not verdict.accepted
+
+
+def test_abstention_is_not_a_hallucination(settings):
+    assert is_abstention("The documents do not say when the office opens.")
+    assert is_abstention("I could not find this in the provided context.")
+    assert not is_abstention("The office opens at 9 am.")
+    scorer = FakeScorer()
+    v = Verifier(settings, scorer=scorer, threshold=0.5)
+    only = v.verify("The documents do not say when the office opens.", ["paris"])
+    assert only.accepted and only.abstained and only.score == 1.0 and scorer.calls == []
+    mixed = v.verify("The documents do not say when it opens. Rome is in Italy.", ["paris"])
+    assert not mixed.accepted and not mixed.abstained
+    assert mixed.sentences[0].abstention and mixed.sentences[1].score == pytest.approx(0.1)
+
+
+def test_empty_draft_and_no_chunks_are_rejected(settings):
+    v = Verifier(settings, scorer=FakeScorer(), threshold=0.5)
+    assert not v.verify("", ["paris"]).accepted
+    verdict = v.verify("Paris is in France.", [])
+    assert verdict.score == 0.0 and not verdict.accepted and verdict.sentences[0].best_chunk is None
+
+
+def test_choose_threshold_reaches_target_precision():
+    scores = np.linspace(0, 1, 101)
+    labels = scores > 0.6  # perfectly separable above 0.6
+    r = choose_threshold(scores, labels, 0.95)
+    assert r["target_met"] and r["precision"] >= 0.95 and 0.55 <= r["threshold"] <= 0.62
+    r = choose_threshold(scores, np.zeros(101), 0.95)  # unreachable
+    assert not r["target_met"]
+
+
+def test_write_threshold_keeps_other_settings(tmp_path):
+    from specrag.settings import Settings
+
+    path = tmp_path / "specrag.yaml"
+    path.write_text("retrieval:\n  top_k: 7\n")
+    write_threshold(path, 0.731)
+    s, origins = Settings.load(path, env={})
+    assert s.verify.threshold == pytest.approx(0.731) and s.retrieval.top_k == 7
+    assert origins["verify.threshold"].startswith("file:")
