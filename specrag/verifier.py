@@ -161,6 +161,7 @@ class Verifier:
         self.threshold = settings.verify.threshold if threshold is None else threshold
         self.batch_size = batch_size
         self.per_sentence = per_sentence
+        self.head = None  # GroundingHead, False when the model has none
 
     def warm_up(self) -> "Verifier":
         if self.scorer is None:
@@ -169,6 +170,11 @@ class Verifier:
             self.scorer = CrossEncoder(self.settings, "verifier", batch_size=self.batch_size)
         if hasattr(self.scorer, "warm_up"):
             self.scorer.warm_up()
+        if self.head is None and getattr(self.scorer, "model_dir", None) is not None:
+            from .grounding import GroundingHead
+
+            # a calibration head shipped beside the model (see ``grounding``)
+            self.head = GroundingHead.load(self.scorer.model_dir / "head.json") or False
         return self
 
     def verify(self, draft: str, chunks: list) -> Verdict:
@@ -186,8 +192,10 @@ class Verifier:
             cw = [_words(t) for t in texts] if k and k < len(texts) else None
             cells = [(r, j) for r, i in enumerate(checked)
                      for j in (prefilter(sents[i], cw, k) if cw else range(len(texts)))]
-            scores = np.asarray(self.scorer.predict([(texts[j], sents[checked[r]]) for r, j in cells]),
-                                dtype=np.float32)
+            pairs = [(texts[j], sents[checked[r]]) for r, j in cells]
+            scores = np.asarray(self.scorer.predict(pairs), dtype=np.float32)
+            if self.head:
+                scores = self.head.apply(pairs, scores).astype(np.float32)
             for (r, j), sc in zip(cells, scores):
                 matrix[r, j] = sc
         rows: list[SentenceVerdict] = []

@@ -15,7 +15,7 @@ from tests.fakes import TEXTS, FakeRetriever, ReverseReranker, WordScorer
 
 def engine(tmp_path, draft_reply, heavy_reply="Pages are acknowledged within 15 minutes [1].",
            delay=0.0, heavy_delay=0.0, **values):
-    s = make_settings(tmp_path, **values)
+    s = make_settings(tmp_path, **{"retrieval.rerank": True, **values})
     draft = FakeGenerator(replies=[draft_reply], delay_s=delay)
     heavy = FakeGenerator("claude-sonnet-4-5", replies=[heavy_reply], delay_s=heavy_delay)
     heavy.name = "anthropic"  # priced like Claude
@@ -121,3 +121,12 @@ def test_empty_collection_answers_not_found(tmp_path):
     eng.retriever = FakeRetriever(texts=[])
     ans = asyncio.run(eng.aask("anything"))
     assert ans.text == "The documents do not say." and draft.calls == [] and heavy.calls == []
+
+
+def test_rerank_off_keeps_the_bi_encoder_order_for_the_heavy_model(tmp_path):
+    eng, _, heavy = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.",
+                           **{"retrieval.rerank": False, "retrieval.heavy_k": 2})
+    ans = asyncio.run(eng.aask("leave?"))
+    prompt = heavy.calls[0][1]["content"]
+    assert ans.tier == "heavy" and prompt.index(TEXTS[0]) < prompt.index(TEXTS[1])
+    assert TEXTS[3] not in prompt and "rerank" not in ans.timings_ms

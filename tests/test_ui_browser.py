@@ -15,6 +15,9 @@ import pytest
 from specrag.ui.app import build
 from tests.conftest import make_settings
 from tests.fakes import DRAFT_WRONG, HEAVY_ANSWER, handbook_engine, launch
+from specrag.settings import Settings as _Settings
+
+T = _Settings().verify.threshold  # the calibrated default
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -87,7 +90,7 @@ def test_easy_question_draft_streams_then_is_accepted(page):
     page.locator('.sr-turn[data-state="accepted"]').wait_for(timeout=T)
     assert badge.inner_text().lower() == "draft · accepted"
     assert turn.locator(".sr-score").inner_text() == "1.00"
-    assert turn.locator(".sr-threshold").inner_text() == "0.80"
+    assert turn.locator(".sr-threshold").inner_text() == f"{T:.2f}"
     assert turn.locator(".sr-heavy").count() == 0
     assert turn.locator(".sr-draft.sr-final").count() == 1
     sentence = turn.locator(".sr-sent.sr-supported summary")

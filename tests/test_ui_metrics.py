@@ -29,6 +29,9 @@ from specrag.verifier import Verifier
 from tests.conftest import free_port, make_settings
 from tests.fakes import (DRAFT_WRONG, HEAVY_ANSWER, FakeRetriever, ReverseReranker, WordScorer,
                          handbook_engine, launch)
+from specrag.settings import Settings as _Settings
+
+T = _Settings().verify.threshold  # the calibrated default
 
 GOOD = "Employees receive 25 days of paid annual leave per year [1]."
 EASY = "How many days of paid annual leave do employees get?"
@@ -73,17 +76,17 @@ def answer(engine, question="How much annual leave?", session="s", **kw):
 def test_session_views_of_a_service_share_its_ledger_and_keep_settings_apart(tmp_path):
     base = fake_service(tmp_path)
     engines = Engines(base.settings, base)
-    assert engines.view(Options(threshold=0.8)) is base  # nothing changed: the shared one
+    assert engines.view(Options(threshold=T)) is base  # nothing changed: the shared one
     strict = engines.view(Options(threshold=0.99, top_k=2))
     assert isinstance(strict, Service) and strict is not base
     assert strict.ledger is base.ledger and strict.gate is base.gate
     assert strict.budget is base.budget
     assert strict.engine.settings.verify.threshold == 0.99
-    assert base.engine.settings.verify.threshold == 0.8
+    assert base.engine.settings.verify.threshold == T
     assert strict.engine.draft is base.engine.draft  # the same loaded parts
     harsh = answer(strict, session="strict")
     loose = answer(base, session="loose")
-    assert harsh.verdict.threshold == 0.99 and loose.verdict.threshold == 0.8
+    assert harsh.verdict.threshold == 0.99 and loose.verdict.threshold == T
     assert loose.tier == "draft" and harsh.tier == "draft"  # 1.0 passes both
     sessions = {r["key"]: r for r in base.usage(by="session")}
     assert set(sessions) == {"strict", "loose"} and sessions["strict"]["questions"] == 1
@@ -168,7 +171,7 @@ def test_busy_service_shows_a_one_line_message_in_the_chat_turn(tmp_path):
 
     async def run():
         return [out async for out in respond("How much annual leave?", "default",
-                                             ChatSession(), "", 0.8, 50, 4, 8, request)]
+                                             ChatSession(), "", T, 50, 4, 8, request)]
 
     last = asyncio.run(run())[-1]
     html = last[0]

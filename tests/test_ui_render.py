@@ -18,6 +18,9 @@ from specrag.ui.session import MAX_TURNS, ChatSession, Engines, Options, follow
 from specrag.verifier import Verifier
 from tests.conftest import make_settings
 from tests.fakes import FakeRetriever, ReverseReranker, WordScorer
+from specrag.settings import Settings as _Settings
+
+T = _Settings().verify.threshold  # the calibrated default
 
 GOOD = "Employees receive 25 days of paid annual leave per year [1]."
 BAD = "Employees receive a zeppelin voucher and quadruple wages."
@@ -25,7 +28,7 @@ HEAVY = "Pages are acknowledged within 15 minutes [1]."
 
 
 def make_engine(tmp_path, draft=GOOD, retriever=None, **values):
-    s = make_settings(tmp_path, **values)
+    s = make_settings(tmp_path, **{"retrieval.rerank": True, **values})
     heavy = FakeGenerator("claude-sonnet-4-5", replies=[HEAVY])
     heavy.name = "anthropic"
     return SpeculativeRAG(s, retriever=retriever or FakeRetriever(),
@@ -57,7 +60,7 @@ def test_accepted_draft_streams_marked_draft_then_accepted(tmp_path):
     assert 'data-state="accepted"' in html and "draft · accepted" in html
     assert "sr-two" not in html and "sr-heavy" not in html  # no heavy column
     assert '<span class="sr-score sr-pass">1.00</span>' in html
-    assert '<span class="sr-threshold">0.80</span>' in html
+    assert f'<span class="sr-threshold">{T:.2f}</span>' in html
     assert html.count('class="sr-sent sr-supported"') == 1
     assert "doc0.md · p.1" in html  # citation: source and page
     assert "sr-final" in html and "tiny-draft" in html
@@ -155,16 +158,16 @@ def test_chart_points_rates_and_figure(tmp_path):
 def test_session_views_keep_settings_apart(tmp_path):
     base = make_engine(tmp_path)
     engines = Engines(base.settings, base)
-    assert engines.view(Options(policy="eager", threshold=0.8)) is base  # nothing changed
+    assert engines.view(Options(policy="eager", threshold=T)) is base  # nothing changed
     strict = engines.view(Options(threshold=0.99, top_k=2, heavy_k=1))
     assert strict is not base and strict.settings.verify.threshold == 0.99
-    assert strict.verifier.threshold == 0.99 and base.verifier.threshold == 0.8
+    assert strict.verifier.threshold == 0.99 and base.verifier.threshold == T
     assert strict.settings.retrieval.top_k == 2 and base.settings.retrieval.top_k == 50
     assert strict.draft is base.draft and strict.verifier.scorer is base.verifier.scorer
     # the same draft, two thresholds: accepted at 0.8, rejected at 1.01 (no cross-talk)
     loose = asyncio.run(base.aask("leave?"))
     harsh = asyncio.run(engines.view(Options(threshold=1.0, draft_k=1)).aask("leave?"))
-    assert loose.tier == "draft" and loose.verdict.threshold == 0.8
+    assert loose.tier == "draft" and loose.verdict.threshold == T
     assert harsh.verdict.threshold == 1.0
     assert engines.model_names()["heavy"] == "anthropic: claude-sonnet-4-5"
 

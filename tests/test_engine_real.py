@@ -1,0 +1,62 @@
+"""The engine end to end on the real offline models: llama.cpp draft and heavy, the
+shipped int8 verifier and reranker, the int8 embedder and an embedded Chroma."""
+
+import asyncio
+
+import pytest
+
+from specrag.engine import SpeculativeRAG
+from specrag.ingest import Ingestor
+from specrag.retrieval import Retriever
+from tests.conftest import make_settings
+from tests.docs_fixture import write_handbook
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+
+# the 0.5B Qwen as the local heavy model keeps CI fast; the default is the 1.5B
+HEAVY = "manifest:qwen2.5-coder-0.5b-instruct"
+
+
+@pytest.fixture(scope="module")
+def rag(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("engine-real")
+    s = make_settings(root / "data", **{"models.heavy": HEAVY, "generation.heavy_max_tokens": 48,
+                                        "generation.draft_max_tokens": 48})
+    ing = Ingestor(s, embedder=embedder)
+    ing.ingest([write_handbook(root / "docs")["leave.pdf"].parent])
+    eng = SpeculativeRAG(s, retriever=Retriever(s, embedder=embedder, store=ing.store))
+    return eng.warm_up()
+
+
+def test_answerable_question_is_answered_and_grounded(rag):
+    ans = rag.ask("How many weeks of parental leave do new parents receive?", policy="lazy")
+    assert "16" in ans.text
+    assert ans.draft is not None and ans.verdict is not None
+    assert ans.hits[0].chunk.source == "leave.pdf"
+    if ans.tier == "draft":  # accepted: the verifier found every sentence supported
+        assert ans.verdict.score >= ans.verdict.threshold
+    t = ans.timings_ms
+    assert 0 < t["draft_ttft"] <= t["draft"] and t["verify"] > 0 and t["total"] >= t["draft"]
+    assert ans.usage[0].backend == "llama-cpp" and ans.usage[0].output_tokens > 0
+    assert ans.cost_usd == 0.0  # local models cost nothing
+
+
+def test_unanswerable_question_goes_to_the_heavy_model(rag):
+    evs = asyncio.run(_events(rag, "What is the name of the company's chief executive officer?"))
+    kinds = [e.kind for e in evs]
+    ans = evs[-1].answer
+    assert ans.tier == "heavy" and "rerank_done" in kinds and "heavy_token" in kinds
+    assert ans.heavy.usage.output_tokens > 0 and ans.heavy.text
+    assert kinds.index("verdict") < kinds.index("rerank_done") < kinds.index("heavy_done")
+
+
+def test_every_policy_runs_on_real_models(rag):
+    q = "Within how many days must expense claims be submitted?"
+    tiers = {p: rag.ask(q, policy=p).tier for p in ("draft-only", "heavy-only", "eager")}
+    assert tiers["draft-only"] == "draft" and tiers["heavy-only"] == "heavy"
+    assert tiers["eager"] in ("draft", "heavy")
+
+
+async def _events(rag, q):
+    return [e async for e in rag.astream(q, policy="lazy")]
