@@ -208,7 +208,7 @@ def test_settings_panel_never_shows_the_key(tmp_path):
     rows = panel.model_rows(s, {"heavy": "anthropic: claude-sonnet-4-5"})
     assert [r[0] for r in rows] == ["embedder", "draft", "heavy", "verifier", "reranker"]
     assert rows[2][1] == "anthropic: claude-sonnet-4-5"
-    assert "SmolLM2-135M" in rows[1][1] and "#sha256" not in rows[1][1]
+    assert "qwen2.5-coder-0.5b-instruct" in rows[1][1] and "#sha256" not in rows[1][1]
 
 
 def test_chunk_hits_show_pages_only_when_known():
