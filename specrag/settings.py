@@ -87,6 +87,7 @@ class GenerationSettings:
     openai_api_key_env: str = "OPENAI_API_KEY"
     anthropic_base_url: str = ""
     threads: int = 0  # CPU threads for local models; 0: all cores
+    prompt_cache: bool = True  # llama.cpp reuses the previous prompt's prefix (off in benchmarks)
     prices: dict = field(default_factory=lambda: {
         "claude-opus-4-1": [15.0, 75.0], "claude-sonnet-4-5": [3.0, 15.0],
         "claude-haiku-4-5": [1.0, 5.0]})  # USD per million tokens [input, output]

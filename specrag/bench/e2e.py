@@ -84,7 +84,9 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 100,
         raise ValueError(f"unknown policies {bad}; choose from {', '.join(POLICIES)}")
     out = Path(out_dir or settings.data_path / "bench" / "e2e")
     out.mkdir(parents=True, exist_ok=True)
-    s = settings.with_values(data_dir=str(out / "data"), cache_dir=str(settings.cache_path))
+    # no prompt-prefix cache: a policy must not reuse the prompt another policy just ran
+    s = settings.with_values(data_dir=str(out / "data"), cache_dir=str(settings.cache_path),
+                             **{"generation.prompt_cache": False})
     if heavy == "anthropic":
         s = s.with_values(**{"generation.heavy": "anthropic:claude-sonnet-4-5"})
     elif heavy != "local":

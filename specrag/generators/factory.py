@@ -29,7 +29,8 @@ class _Lazy:
         if self._inner is None:
             path = sources.resolve(self.role, self.settings)
             threads = self.settings.generation.threads or None
-            inner = make_generator(f"{self.name}:{path.stem}", model_path=path, threads=threads)
+            inner = make_generator(f"{self.name}:{path.stem}", model_path=path, threads=threads,
+                                   prompt_cache=self.settings.generation.prompt_cache)
             inner.warm_up()
             self._inner, self.model = inner, inner.model
         return self

@@ -24,11 +24,14 @@ class LlamaCppGenerator:
     name = "llama-cpp"
 
     def __init__(self, model: str = "", model_path: str | os.PathLike | None = None,
-                 n_ctx: int = 4096, threads: int | None = None, **_):
+                 n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True, **_):
         self.model = model or (Path(model_path).stem if model_path else "")
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.threads = threads or os.cpu_count() or 2
+        # llama.cpp reuses the KV state of the previous prompt's common prefix; benchmarks
+        # turn this off so one policy's run cannot pre-compute another's prompt
+        self.prompt_cache = prompt_cache
         self._llm = None
         self._lock = threading.Lock()
 
@@ -49,6 +52,8 @@ class LlamaCppGenerator:
 
         def produce(stop: threading.Event):
             with self._lock:
+                if not self.prompt_cache:
+                    self._llm.reset()
                 timer = Timer()
                 out = 0
                 chunks = self._llm.create_chat_completion(
