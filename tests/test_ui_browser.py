@@ -17,7 +17,8 @@ from tests.conftest import make_settings
 from tests.fakes import DRAFT_WRONG, HEAVY_ANSWER, handbook_engine, launch
 from specrag.settings import Settings as _Settings
 
-T = _Settings().verify.threshold  # the calibrated default
+THRESHOLD = _Settings().verify.threshold  # the calibrated default
+ARTIFACTS = os.path.join(os.path.dirname(__file__), "artifacts")  # screenshots, git-ignored
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -90,7 +91,7 @@ def test_easy_question_draft_streams_then_is_accepted(page):
     page.locator('.sr-turn[data-state="accepted"]').wait_for(timeout=T)
     assert badge.inner_text().lower() == "draft · accepted"
     assert turn.locator(".sr-score").inner_text() == "1.00"
-    assert turn.locator(".sr-threshold").inner_text() == f"{T:.2f}"
+    assert turn.locator(".sr-threshold").inner_text() == f"{THRESHOLD:.2f}"
     assert turn.locator(".sr-heavy").count() == 0
     assert turn.locator(".sr-draft.sr-final").count() == 1
     sentence = turn.locator(".sr-sent.sr-supported summary")
@@ -103,6 +104,7 @@ def test_easy_question_draft_streams_then_is_accepted(page):
     assert "Annual leave" in turn.locator(".sr-citations blockquote").first.inner_text()
     assert re.search(r"cost \$0\.0000 \(heavy-only \$\d", turn.locator(".sr-meta").inner_text())
     assert page.locator("#sr-question textarea").input_value() == ""  # cleared for the next
+    shot(page, "accepted-draft")
 
 
 def test_hard_question_heavy_answer_beside_the_draft_becomes_the_answer(page):
@@ -124,6 +126,13 @@ def test_hard_question_heavy_answer_beside_the_draft_becomes_the_answer(page):
     assert draft.locator(".sr-text").inner_text() == DRAFT_WRONG
     assert turn.locator(".sr-citations li").count() == 2
     assert "heavy tier" in turn.locator(".sr-meta").inner_text()
+    shot(page, "heavy-beside-draft")
+
+
+def shot(pg, name: str) -> None:
+    """Save a full-page screenshot to tests/artifacts/ for a person to look at."""
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    pg.screenshot(path=os.path.join(ARTIFACTS, f"{name}.png"), full_page=True)
 
 
 def chart_points(pg) -> int:
@@ -149,6 +158,7 @@ def test_chart_updates_as_answers_complete(page):
                            ".map(t => [t.name, t.y])")
     named = {name: ys for name, ys in traces}
     assert named["acceptance"] == [1, 0.5] and named["heavy"][0] == 0 and named["heavy"][1] > 0
+    shot(page, "chart")
 
 
 def test_upload_shows_per_file_results_and_delete(page, tmp_path):
@@ -167,6 +177,7 @@ def test_upload_shows_per_file_results_and_delete(page, tmp_path):
     results = page.locator("#sr-results")
     assert "added" in results.inner_text() and "failed" in results.inner_text()
     assert "broken.pdf" in results.inner_text()
+    shot(page, "upload-results")
     page.locator("#sr-docs").get_by_text("parking.md").wait_for(timeout=T)
     page.locator("#sr-docs").get_by_text("parking.md").click()  # selecting a row picks it
     page.wait_for_function(
