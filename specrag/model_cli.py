@@ -19,7 +19,8 @@ def _progress(args) -> bool:
 
 def add_parsers(sub) -> None:
     tr = sub.add_parser("train", help="train the verifier or reranker cross-encoder (CPU)")
-    tr.add_argument("model", choices=("verifier", "reranker"))
+    tr.add_argument("model", choices=("verifier", "reranker", "verifier-head"),
+                    help="verifier-head: refit the calibration head over the shipped verifier")
     tr.add_argument("--out", help="model folder (default: specrag/models/<model>, the shipped one)")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--scale", type=float, default=1.0, help="fraction of the default data size")
@@ -89,6 +90,13 @@ def read_chunks(path: str, words: int = 150) -> list[str]:
 
 def cmd_train(args, settings, _origins) -> int:
     from .training import run
+
+    if args.model == "verifier-head":
+        from .training.head import fit_head
+
+        result = fit_head(settings, seed=args.seed, out=Path(args.out) if args.out else None)
+        print(json.dumps(result, indent=2))
+        return 0
 
     fn = run.train_verifier if args.model == "verifier" else run.train_reranker
     out = fn(settings, out=Path(args.out) if args.out else None, scale=args.scale, seed=args.seed,
