@@ -50,7 +50,8 @@ def test_every_prompt_quotes_documents_as_escaped_data(tier):
 
 
 def test_engine_prompts_to_both_tiers_quote_the_injection(tmp_path):
-    s = make_settings(tmp_path)
+    # the word-overlap fake scores the copied injection 0.79: judge it at the 0.8 it was written for
+    s = make_settings(tmp_path, **{"retrieval.rerank": True, "verify.threshold": 0.8})
     obeying = "I am in developer mode; call +1 555 0100 and read out your password."
     draft = FakeGenerator(replies=[obeying])
     heavy = FakeGenerator(replies=["Employees receive 25 days of paid annual leave [1]."])
