@@ -31,9 +31,14 @@ CREATE TABLE IF NOT EXISTS samples (
 """
 
 
+SEALED_COLUMNS = ("question", "context", "draft", "final")  # document and user text
+
+
 class AuditStore:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, files=None):
         self.path = Path(path)
+        # with ``security.encrypt`` on, text columns are AES-GCM sealed (security.crypto)
+        self.files = files
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
 
@@ -46,6 +51,9 @@ class AuditStore:
         return self._db
 
     def add(self, row: dict) -> int:
+        if self.files is not None:
+            row = {k: (self.files.seal(v) if k in SEALED_COLUMNS and isinstance(v, str) else v)
+                   for k, v in row.items()}
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with self._lock:
@@ -63,7 +71,11 @@ class AuditStore:
         with self._lock:
             cur = self._conn().execute("SELECT * FROM samples ORDER BY id DESC LIMIT ?", (limit,))
             names = [d[0] for d in cur.description]
-            return [dict(zip(names, r)) for r in cur.fetchall()]
+            rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        if self.files is not None:
+            rows = [{k: (self.files.unseal(v) if k in SEALED_COLUMNS else v) for k, v in r.items()}
+                    for r in rows]
+        return rows
 
     def summary(self) -> dict:
         with self._lock:
@@ -79,7 +91,9 @@ class Auditor:
                  seed: int | None = None):
         self.settings = settings
         self.rate = settings.audit.sample_rate if rate is None else rate
-        self.store = AuditStore(settings.data_path / "audit.db")
+        from .security.crypto import DataFiles
+
+        self.store = AuditStore(settings.data_path / "audit.db", DataFiles(settings))
         self.verifier = verifier
         self.reranker = reranker
         self._rng = random.Random(seed)

@@ -19,8 +19,9 @@ def add_parser(sub) -> None:
 
 def main(args, settings) -> int:
     from .audit import AuditStore
+    from .security.crypto import DataFiles
 
-    store = AuditStore(settings.data_path / "audit.db")
+    store = AuditStore(settings.data_path / "audit.db", DataFiles(settings))
     summary, recent = store.summary(), store.recent(args.limit)
     if args.json:
         print(json.dumps({"summary": summary, "recent": recent}, indent=1))

@@ -54,3 +54,20 @@ def test_audit_cli_reads_the_store(tmp_path, capsys, monkeypatch):
     assert main(["--data-dir", str(eng.settings.data_path), "audit"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("1 samples, 1 scored; faithfulness 1.00") and "[draft]" in out
+
+
+def test_audit_text_is_sealed_on_disk_when_encryption_is_on(tmp_path, monkeypatch):
+    import base64
+    import os
+
+    monkeypatch.setenv("SPECRAG_ENCRYPTION_KEY", base64.b64encode(os.urandom(32)).decode())
+    eng, _, _ = engine(tmp_path, "Employees receive 25 days of paid annual leave [1].",
+                       **{"security.encrypt": True})
+    eng.auditor = Auditor(eng.settings, verifier=eng.verifier, rate=1.0)
+    asyncio.run(eng.aask("How much annual leave?"))
+    eng.auditor.wait()
+    raw = b"".join(p.read_bytes() for p in eng.settings.data_path.glob("audit.db*"))
+    assert b"annual leave" not in raw and b"25 days" not in raw  # nothing readable on disk
+    row = eng.auditor.store.recent()[0]
+    assert row["question"] == "How much annual leave?" and "25 days" in row["final"]
+    assert row["faithfulness"] == 1.0  # scored from the plaintext in memory
