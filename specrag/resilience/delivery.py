@@ -18,7 +18,21 @@ Deliberately not here: when to retry (``retry``) or where (``failover``).
 
 from __future__ import annotations
 
+from contextlib import aclosing
+
 from .attempts import Diverged
+
+
+async def relay(run, delivery, messages, max_tokens: int, temperature: float):
+    """Stream one attempt through ``delivery``; yields only what the user may now see."""
+    async with aclosing(run.stream(messages, max_tokens=max_tokens,
+                                   temperature=temperature)) as items:
+        async for text in items:
+            out = delivery.accept(text)
+            if out:
+                yield out
+    for out in delivery.finish():
+        yield out
 
 MODES = ("resume", "buffer", "never")
 

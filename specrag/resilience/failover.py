@@ -21,14 +21,13 @@ Deliberately not here: building chains from settings (``chains``), retries.
 from __future__ import annotations
 
 import time
-from contextlib import aclosing
 
 from ..generators.base import GenerationError
 from .attempts import (Attempt, AttemptRun, AttemptsFailed, CallRecord, Diverged, ResilientUsage,
                        describe, third_party)
 from .balance import Ordered
 from .breaker import CircuitBreaker
-from .delivery import Delivery
+from .delivery import Delivery, relay
 
 HEALTH_OUTCOMES = {"ok", "error", "timeout"}  # diverged / cancelled say nothing of health
 
@@ -123,14 +122,7 @@ class FallbackGenerator:
             run = AttemptRun(member, record, clock=self.clock)
             delivery.begin()
             try:
-                async with aclosing(run.stream(messages, max_tokens=max_tokens,
-                                               temperature=temperature)) as items:
-                    async for text in items:
-                        out = delivery.accept(text)
-                        if out:
-                            first = first if first is not None else self.clock()
-                            yield out
-                for out in delivery.finish():
+                async for out in relay(run, delivery, messages, max_tokens, temperature):
                     first = first if first is not None else self.clock()
                     yield out
             except GenerationError as e:

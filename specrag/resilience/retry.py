@@ -22,13 +22,12 @@ import random
 import threading
 import time
 from collections import deque
-from contextlib import aclosing
 from dataclasses import dataclass
 
 from ..generators.base import GenerationError
 from .attempts import (AttemptRun, AttemptsFailed, CallRecord, Diverged, ResilientUsage,
                        describe, third_party)
-from .delivery import Delivery
+from .delivery import Delivery, relay
 
 
 @dataclass(frozen=True)
@@ -156,14 +155,7 @@ class RetryingGenerator:
                              first_token_s=p.first_token_timeout_s, total_s=p.total_timeout_s)
             delivery.begin()
             try:
-                async with aclosing(run.stream(messages, max_tokens=max_tokens,
-                                               temperature=temperature)) as items:
-                    async for text in items:
-                        out = delivery.accept(text)
-                        if out:
-                            first = first if first is not None else self.clock()
-                            yield out
-                for out in delivery.finish():
+                async for out in relay(run, delivery, messages, max_tokens, temperature):
                     first = first if first is not None else self.clock()
                     yield out
             except GenerationError as e:
