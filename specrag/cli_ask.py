@@ -68,7 +68,10 @@ async def _render(engine, question, policy, collection) -> None:
                 mark = "abstains" if s.abstention else f"{s.score:.2f}"
                 out.write(f"  [{mark}] {s.sentence}\n")
         elif ev.kind == "rerank_done":
-            out.write(f"\nheavy model answering from {len(ev.reranked)} reranked chunks\n")
+            r = engine.settings.retrieval
+            order = "reranked" if r.rerank else "retrieval order"
+            out.write(f"\nheavy model answering from the top {min(r.heavy_k, len(ev.reranked))} "
+                      f"of {len(ev.reranked)} chunks ({order})\n")
         elif ev.kind == "heavy_token":
             out.write(ev.text)
         elif ev.kind == "heavy_done":
