@@ -141,6 +141,13 @@ def prefilter(sentence: str, chunk_words: list[set[str]], k: int) -> list[int]:
     return sorted(sorted(range(len(chunk_words)), key=lambda i: -overlap[i])[:k])
 
 
+QUOTE_MIN_WORDS = 4
+
+
+def _norm(sentence: str) -> str:
+    return " ".join(strip_citations(sentence).lower().rstrip(".!? ").split())
+
+
 def _text(chunk) -> str:
     """Accept plain strings, ``Chunk`` and ``Hit`` records."""
     if isinstance(chunk, str):
@@ -198,6 +205,14 @@ class Verifier:
                 scores = self.head.apply(pairs, scores).astype(np.float32)
             for (r, j), sc in zip(cells, scores):
                 matrix[r, j] = sc
+            # a sentence the draft copied whole from a chunk is supported by that chunk
+            # whatever a small model scores it (the copy is the evidence)
+            chunk_sents = [{_norm(x) for x in split_sentences(t)} for t in texts]
+            for r, i in enumerate(checked):
+                if len(sents[i].split()) >= QUOTE_MIN_WORDS:
+                    for j, cs in enumerate(chunk_sents):
+                        if _norm(sents[i]) in cs:
+                            matrix[r, j] = 1.0
         rows: list[SentenceVerdict] = []
         row_of = {i: r for r, i in enumerate(checked)}
         for i, sent in enumerate(sents):

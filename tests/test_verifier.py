@@ -100,3 +100,22 @@ def test_write_threshold_keeps_other_settings(tmp_path):
     s, origins = Settings.load(path, env={})
     assert s.verify.threshold == pytest.approx(0.731) and s.retrieval.top_k == 7
     assert origins["verify.threshold"].startswith("file:")
+
+
+def test_a_sentence_copied_whole_from_a_chunk_is_supported(tmp_path):
+    from specrag.verifier import Verifier
+    from tests.conftest import make_settings
+
+    class Doubtful:  # a weak model that doubts everything
+        def predict(self, pairs):
+            return [0.3] * len(pairs)
+
+    v = Verifier(make_settings(tmp_path), scorer=Doubtful(), threshold=0.72)
+    chunks = ["On-call. The on-call engineer acknowledges every page within 15 minutes. "
+              "Handover is on Mondays.", "Laptops are encrypted."]
+    quoted = v.verify("The on-call engineer acknowledges every page within 15 minutes [1].", chunks)
+    assert quoted.accepted and quoted.score == 1.0 and quoted.sentences[0].best_chunk == 0
+    changed = v.verify("The on-call engineer acknowledges every page within 50 minutes.", chunks)
+    assert not changed.accepted and changed.score < 0.72
+    partial = v.verify("Handover is on Mondays and Fridays.", chunks)  # not a whole sentence
+    assert not partial.accepted
