@@ -80,3 +80,22 @@ def chroma_server(tmp_path_factory):
     proc.terminate()
     proc.wait(timeout=10)
     log.close()
+
+
+@pytest.fixture
+def api():
+    """A local server speaking the Anthropic Messages API and the OpenAI chat API."""
+    from specrag.mockapi import MockAPI
+
+    with MockAPI() as server:
+        yield server
+
+
+@pytest.fixture
+def claude(api, monkeypatch):
+    """The real Anthropic SDK backend pointed at ``api``."""
+    from specrag.generators.anthropic_backend import AnthropicGenerator
+
+    monkeypatch.setenv("TEST_ANTHROPIC_KEY", "sk-test-123")
+    return AnthropicGenerator("claude-sonnet-4-5", api_key_env="TEST_ANTHROPIC_KEY",
+                              base_url=api.url, timeout_s=5)

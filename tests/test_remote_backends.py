@@ -7,26 +7,12 @@ import pytest
 from specrag.generators.anthropic_backend import AnthropicGenerator
 from specrag.generators.base import GenerationError, collect
 from specrag.generators.openai_compat import OpenAICompatGenerator
-from specrag.mockapi import MockAPI
 from specrag.prompts import build_messages
 from specrag.types import Chunk
 
 CHUNKS = [Chunk("c1", "d1", "leave.md", "Staff get 25 days of annual leave. Extra text.", 0, 0, 10,
                 "h", "v")]
 MESSAGES = build_messages("How much leave?", CHUNKS, "heavy")
-
-
-@pytest.fixture
-def api():
-    with MockAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def claude(api, monkeypatch):
-    monkeypatch.setenv("TEST_ANTHROPIC_KEY", "sk-test-123")
-    return AnthropicGenerator("claude-sonnet-4-5", api_key_env="TEST_ANTHROPIC_KEY",
-                              base_url=api.url, timeout_s=5)
 
 
 def test_anthropic_streams_text_and_usage(api, claude):

@@ -10,11 +10,9 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from specrag.engine import SpeculativeRAG
-from specrag.generators.anthropic_backend import AnthropicGenerator
 from specrag.generators.base import collect
 from specrag.generators.fake import FakeGenerator
 from specrag.generators.openai_compat import OpenAICompatGenerator
-from specrag.mockapi import MockAPI
 from specrag.prompts import build_messages
 from specrag.security import redacting
 from specrag.security.pii import detect, iban_ok, luhn_ok
@@ -97,19 +95,6 @@ def test_streamed_restore_equals_restore_of_the_whole_text(pieces, cuts):
 
 
 # -- the wire ------------------------------------------------------------------------------
-@pytest.fixture
-def api():
-    with MockAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def claude(api, monkeypatch):
-    monkeypatch.setenv("TEST_ANTHROPIC_KEY", "sk-test-123")
-    return AnthropicGenerator("claude-sonnet-4-5", api_key_env="TEST_ANTHROPIC_KEY",
-                              base_url=api.url, timeout_s=5)
-
-
 def assert_no_raw_pii(requests):
     wire = json.dumps([r["body"] for r in requests], ensure_ascii=False)
     for value in PII.values():
