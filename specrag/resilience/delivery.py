@@ -23,16 +23,23 @@ from contextlib import aclosing
 from .attempts import Diverged
 
 
-async def relay(run, delivery, messages, max_tokens: int, temperature: float):
-    """Stream one attempt through ``delivery``; yields only what the user may now see."""
-    async with aclosing(run.stream(messages, max_tokens=max_tokens,
-                                   temperature=temperature)) as items:
-        async for text in items:
-            out = delivery.accept(text)
-            if out:
-                yield out
-    for out in delivery.finish():
-        yield out
+async def relay(run, delivery, record, messages, max_tokens: int, temperature: float):
+    """Stream one attempt through ``delivery``; yields only what the user may now see.
+
+    A retry whose text diverges from what was already shown is recorded as such: the
+    backend was fine, its text was not, so it is not retryable."""
+    try:
+        async with aclosing(run.stream(messages, max_tokens=max_tokens,
+                                       temperature=temperature)) as items:
+            async for text in items:
+                out = delivery.accept(text)
+                if out:
+                    yield out
+        for out in delivery.finish():
+            yield out
+    except Diverged as e:
+        record.mark_last(error=str(e), outcome="diverged", retryable=False)
+        raise
 
 MODES = ("resume", "buffer", "never")
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 
 from ..generators.base import GenerationError
-from .attempts import (Attempt, AttemptRun, AttemptsFailed, CallRecord, Diverged, ResilientUsage,
+from .attempts import (Attempt, AttemptRun, AttemptsFailed, CallRecord, ResilientUsage,
                        describe, third_party)
 from .balance import Ordered
 from .breaker import CircuitBreaker
@@ -122,13 +122,11 @@ class FallbackGenerator:
             run = AttemptRun(member, record, clock=self.clock)
             delivery.begin()
             try:
-                async for out in relay(run, delivery, messages, max_tokens, temperature):
+                async for out in relay(run, delivery, record, messages, max_tokens, temperature):
                     first = first if first is not None else self.clock()
                     yield out
             except GenerationError as e:
                 err = e
-                if isinstance(e, Diverged):
-                    record.mark_last(error=str(e), outcome="diverged", retryable=False)
                 self._feed(index, run.attempts, not forced)
                 if not delivery.may_try_again():
                     break

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..generators.base import GenerationError
-from .attempts import (AttemptRun, AttemptsFailed, CallRecord, Diverged, ResilientUsage,
+from .attempts import (AttemptRun, AttemptsFailed, CallRecord, ResilientUsage,
                        describe, third_party)
 from .delivery import Delivery, relay
 
@@ -155,13 +155,11 @@ class RetryingGenerator:
                              first_token_s=p.first_token_timeout_s, total_s=p.total_timeout_s)
             delivery.begin()
             try:
-                async for out in relay(run, delivery, messages, max_tokens, temperature):
+                async for out in relay(run, delivery, record, messages, max_tokens, temperature):
                     first = first if first is not None else self.clock()
                     yield out
             except GenerationError as e:
                 err = e
-                if isinstance(e, Diverged):  # the backend was fine; its text was not
-                    record.mark_last(error=str(e), outcome="diverged", retryable=False)
                 continue
             yield ResilientUsage.of(run.usage, record.attempts[n0:],
                                     ((first or self.clock()) - t0) * 1000,
