@@ -68,6 +68,7 @@ class VerifySettings:
     # shipped verifier + head (precision 0.907, recall 0.29); 0.95 is out of its reach
     threshold: float = 0.72
     per_sentence: int = 3  # chunks per sentence after a word-overlap prefilter; 0: all
+    evidence_words: int = 64  # each chunk cut to its sentences most about the claim; 0: whole
     aggregate: str = "min"  # over sentences: min | mean
     escalate_abstentions: bool = True  # a draft that only says "the documents do not say"
 

@@ -11,6 +11,9 @@
    word overlap (a cheap lexical prefilter): the cross-encoder's cost is linear in
    pairs x tokens, so 3 sentences x 10 chunks of ~200 tokens cannot run in 100 ms on
    two cores, while 3 x 3 nearly can. ``None`` (default) scores every chunk.
+   Each chunk is first cut to its sentences most about the claim, at most
+   ``evidence_words`` words (``evidence.select``; the verifier was trained on the same
+   cut); the lexical support features of the calibration head still see the whole chunk.
 3. The draft's score aggregates the sentence scores: ``min`` by default (one
    unsupported sentence sinks the draft), or ``mean``.
 4. ``accepted`` = score >= ``settings.verify.threshold`` (see ``specrag calibrate``).
@@ -32,6 +35,8 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .evidence import select
 
 AGGREGATES = ("min", "mean")
 
@@ -159,7 +164,7 @@ def _text(chunk) -> str:
 class Verifier:
     def __init__(self, settings, scorer=None, aggregate: str = "min",
                  threshold: float | None = None, batch_size: int = 32,
-                 per_sentence: int | None = None):
+                 per_sentence: int | None = None, evidence_words: int | None = None):
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got '{aggregate}'")
         self.settings = settings
@@ -168,6 +173,8 @@ class Verifier:
         self.threshold = settings.verify.threshold if threshold is None else threshold
         self.batch_size = batch_size
         self.per_sentence = per_sentence
+        self.evidence_words = (settings.verify.evidence_words if evidence_words is None
+                               else evidence_words)
         self.head = None  # GroundingHead, False when the model has none
 
     def warm_up(self) -> "Verifier":
@@ -200,7 +207,8 @@ class Verifier:
             cells = [(r, j) for r, i in enumerate(checked)
                      for j in (prefilter(sents[i], cw, k) if cw else range(len(texts)))]
             pairs = [(texts[j], sents[checked[r]]) for r, j in cells]
-            scores = np.asarray(self.scorer.predict(pairs), dtype=np.float32)
+            cut = [(select(t, h, self.evidence_words), h) for t, h in pairs]
+            scores = np.asarray(self.scorer.predict(cut), dtype=np.float32)
             if self.head:
                 scores = self.head.apply(pairs, scores).astype(np.float32)
             for (r, j), sc in zip(cells, scores):

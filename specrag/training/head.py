@@ -15,6 +15,7 @@ import random
 import numpy as np
 
 from .. import grounding
+from ..evidence import select
 from ..crossencoder import CrossEncoder
 from . import data
 
@@ -37,7 +38,10 @@ def fit_head(settings, per_source: int = 600, test_per_source: int = 200, seed: 
     ce = CrossEncoder(settings, "verifier").warm_up()
 
     def matrix(ps):
-        scores = ce.predict([(p.premise, p.hypothesis) for p in ps])
+        # the cross-encoder sees the evidence cut, the lexical features the whole premise,
+        # exactly as in ``Verifier.verify``
+        words = settings.verify.evidence_words
+        scores = ce.predict([(select(p.premise, p.hypothesis, words), p.hypothesis) for p in ps])
         return scores, np.array([grounding.features(p.premise, p.hypothesis, s)
                                  for p, s in zip(ps, scores)])
 
