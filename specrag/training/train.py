@@ -1,9 +1,17 @@
 """Fine-tune a cross-encoder on CPU and ship it as int8 ONNX plus tokenizer.
 
-``fit(pairs, config)`` trains ``AutoModelForSequenceClassification(num_labels=1)`` from
-the embedder's MiniLM weights with a plain torch loop: BCE on one logit, AdamW, linear
-warmup and decay, a fixed seed and ``torch.set_num_threads``. Batches are cut from
-length-sorted windows so little time goes into padding, then shuffled.
+``fit(pairs, config)`` trains a ``PairScorer`` (the embedder's MiniLM encoder, mean
+pooling over the pair's tokens, one linear logit) with a plain torch loop: BCE, AdamW
+(a larger learning rate for the new head), linear warmup and decay, a fixed seed and
+``torch.set_num_threads``. Batches are cut from length-sorted windows so little time
+goes into padding, then shuffled. ``first`` pairs are trained before the rest: a short
+easy curriculum.
+
+Why mean pooling and a curriculum: all-MiniLM-L6-v2 was trained as a mean-pooled
+bi-encoder, so its [CLS] vector carries little; with the usual [CLS]-pooler head
+(``AutoModelForSequenceClassification``) and the hard VitaminC/HaluEval mix the loss sat
+at ln 2 for hundreds of steps on this CPU. Mean pooling plus ~100 steps of
+copied-vs-changed synthetic pairs first gets the model off the plateau.
 ``export(model, tokenizer, out_dir, work_dir)`` writes ``model-int8.onnx`` (dynamic
 per-channel int8, like the embedder) and the tokenizer files to ``out_dir``; the
 fp32 ONNX and the torch checkpoint stay in ``work_dir`` for benchmarks.
@@ -32,6 +40,7 @@ class TrainConfig:
     batch_size: int = 16
     epochs: int = 1
     lr: float = 4e-5
+    head_lr: float = 1e-3  # the new linear head starts from random weights
     warmup: float = 0.06
     weight_decay: float = 0.01
     seed: int = 0
@@ -52,14 +61,31 @@ def _torch():
 
 
 def load_base(base_dir: Path):
-    """MiniLM encoder weights with a fresh one-logit head, and its tokenizer."""
-    torch, AutoModel, AutoTokenizer = _torch()
-    import logging
+    """MiniLM encoder weights with a fresh one-logit mean-pooled head, and its tokenizer."""
+    torch, _, AutoTokenizer = _torch()
+    from transformers import AutoModel
 
-    # "some weights newly initialized" is expected: the classifier head is new
-    logging.getLogger("transformers.modeling_utils").setLevel(logging.ERROR)
-    model = AutoModel.from_pretrained(str(base_dir), num_labels=1)
-    return model, AutoTokenizer.from_pretrained(str(base_dir))
+    class PairScorer(torch.nn.Module):
+        """encoder -> mean over non-padding tokens -> dropout -> one logit."""
+
+        def __init__(self, encoder):
+            super().__init__()
+            self.encoder = encoder
+            self.dropout = torch.nn.Dropout(0.1)
+            self.head = torch.nn.Linear(encoder.config.hidden_size, 1)
+
+        @property
+        def base_model(self):
+            return self.encoder
+
+        def forward(self, input_ids, attention_mask, token_type_ids=None):
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                                  token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+            return self.head(self.dropout(pooled))
+
+    return PairScorer(AutoModel.from_pretrained(str(base_dir))), AutoTokenizer.from_pretrained(str(base_dir))
 
 
 def batches(pairs, batch_size: int, seed: int, window: int = 64) -> list[list]:
@@ -77,8 +103,9 @@ def batches(pairs, batch_size: int, seed: int, window: int = 64) -> list[list]:
 
 
 def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path,
-        progress: bool = True, log=print):
-    """Train on (text_a, text_b, label) triples; returns (model, tokenizer, stats)."""
+        progress: bool = True, log=print, first: list[tuple[str, str, float]] = ()):
+    """Train on (text_a, text_b, label) triples, ``first`` ones before the rest;
+    returns (model, tokenizer, stats)."""
     torch, _, _ = _torch()
     from tqdm import tqdm
 
@@ -89,13 +116,15 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
     # word embeddings stay frozen: a third of the AdamW work for little gain on 10k pairs
     model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
     model.train()
-    plan = [b for e in range(config.epochs) for b in batches(pairs, config.batch_size, config.seed + e)]
+    plan = batches(first, config.batch_size, config.seed) if first else []
+    plan += [b for e in range(config.epochs) for b in batches(pairs, config.batch_size, config.seed + e)]
     no_decay = ("bias", "LayerNorm.weight")
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    params = [(n, p) for n, p in model.encoder.named_parameters() if p.requires_grad]
     groups = [{"params": [p for n, p in params if not any(k in n for k in no_decay)],
                "weight_decay": config.weight_decay},
               {"params": [p for n, p in params if any(k in n for k in no_decay)],
-               "weight_decay": 0.0}]
+               "weight_decay": 0.0},
+              {"params": list(model.head.parameters()), "lr": config.head_lr, "weight_decay": 0.0}]
     opt = torch.optim.AdamW(groups, lr=config.lr)
     warm = max(1, int(config.warmup * len(plan)))
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -108,7 +137,7 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
         enc = tok([p[0] for p in batch], [p[1] for p in batch], truncation="longest_first",
                   max_length=config.max_length, padding=True, return_tensors="pt")
         labels = torch.tensor([p[2] for p in batch], dtype=torch.float32)
-        logits = model(**enc).logits.squeeze(-1)
+        logits = model(**enc).squeeze(-1)
         loss = loss_fn(logits, labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -121,7 +150,7 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
         if not progress and step % 25 == 0:
             log(f"step {step}/{len(plan)} loss {ema:.4f} {time.time() - started:.0f}s")
     model.eval()
-    stats = {"steps": len(plan), "pairs": len(pairs), "seconds": round(time.time() - started, 1),
+    stats = {"steps": len(plan), "pairs": len(pairs) + len(first), "seconds": round(time.time() - started, 1),
              "final_loss_ema": round(ema or math.nan, 4)}
     return model, tok, stats
 
@@ -133,8 +162,9 @@ def export(model, tok, out_dir: Path, work_dir: Path, max_length: int) -> dict[s
 
     out_dir.mkdir(parents=True, exist_ok=True)
     work_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(work_dir / "hf"))
+    model.encoder.save_pretrained(str(work_dir / "hf"))
     tok.save_pretrained(str(work_dir / "hf"))
+    torch.save(model.state_dict(), work_dir / "hf" / "pair_scorer.pt")
     enc = tok(["specrag export", "a premise"], ["a claim", "a second, longer claim here"],
               return_tensors="pt", padding=True)
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc]
@@ -146,7 +176,7 @@ def export(model, tok, out_dir: Path, work_dir: Path, max_length: int) -> dict[s
             self.inner = inner
 
         def forward(self, *args):
-            return self.inner(**dict(zip(names, args))).logits
+            return self.inner(**dict(zip(names, args)))
 
     fp32 = work_dir / "model-fp32.onnx"
     axes = {n: {0: "batch", 1: "seq"} for n in names} | {"logits": {0: "batch"}}
