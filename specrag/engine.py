@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from . import costs
 from .events import POLICIES, Answer, Citation, Draft, HeavyAnswer, StageEvent
+from .fusion import fuse_orders
 from .generators.base import Usage
 from .prompts import NOT_FOUND, build_messages, cited_numbers
 from .retrieval import Retriever
@@ -179,8 +180,11 @@ class _Run:
         ranked = await asyncio.to_thread(self.e.reranker.rank, self.question,
                                          [h.chunk.text for h in self.hits], len(self.hits))
         self.timings["rerank"] = self.clock() - start
-        return tuple(replace(self.hits[r["corpus_id"]], score=float(r["score"]), rank=i + 1)
-                     for i, r in enumerate(ranked))
+        score = {r["corpus_id"]: float(r["score"]) for r in ranked}
+        order = [r["corpus_id"] for r in ranked]
+        if self.s.retrieval.rerank_fusion:  # hits arrive in bi-encoder order
+            order = fuse_orders(order, len(self.hits))
+        return tuple(replace(self.hits[j], score=score[j], rank=i + 1) for i, j in enumerate(order))
 
     def _heavy_messages(self, reranked) -> tuple[list[dict], list]:
         chunks = [h.chunk for h in reranked[:self.s.retrieval.heavy_k]]

@@ -60,6 +60,8 @@ class RetrievalSettings:
     # the shipped reranker orders worse than the bi-encoder (bench reranker), so the heavy
     # tier reranks only when asked; turn on with a stronger (e.g. Hub) reranker
     rerank: bool = False
+    # reciprocal rank fusion of the reranker's order with the bi-encoder's (``fusion``)
+    rerank_fusion: bool = True
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ def test_accepted_draft_is_the_answer_and_events_are_ordered(tmp_path):
 
 def test_rejected_draft_goes_to_heavy_with_reranked_chunks(tmp_path):
     eng, draft, heavy = engine(tmp_path, "Employees receive 40 days of leave and a free car.",
-                               **{"retrieval.heavy_k": 2})
+                               **{"retrieval.heavy_k": 2, "retrieval.rerank_fusion": False})
     evs = asyncio.run(events_of(eng, policy="lazy"))
     ans = evs[-1].answer
     assert ans.tier == "heavy" and not ans.verdict.accepted
@@ -121,6 +121,17 @@ def test_empty_collection_answers_not_found(tmp_path):
     eng.retriever = FakeRetriever(texts=[])
     ans = asyncio.run(eng.aask("anything"))
     assert ans.text == "The documents do not say." and draft.calls == [] and heavy.calls == []
+
+
+def test_rerank_fusion_blends_the_reranker_and_bi_encoder_orders(tmp_path):
+    # the fake reranker reverses the four hits; fused by rank, the bi-encoder's first and
+    # the reranker's first tie at the top (the bi-encoder's wins the tie)
+    eng, _, heavy = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.",
+                           **{"retrieval.heavy_k": 2})
+    ans = asyncio.run(eng.aask("leave?"))
+    prompt = heavy.calls[0][1]["content"]
+    assert prompt.index(TEXTS[0]) < prompt.index(TEXTS[3])
+    assert TEXTS[1] not in prompt and TEXTS[2] not in prompt and "rerank" in ans.timings_ms
 
 
 def test_rerank_off_keeps_the_bi_encoder_order_for_the_heavy_model(tmp_path):

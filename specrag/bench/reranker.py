@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..fusion import fuse_orders
 from ..settings import Settings
 
 
@@ -61,15 +62,19 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
     for it in tqdm(items, desc="rerank", unit="q", disable=not progress, mininterval=5):
         cands = list(it.candidates)
         bi = cands.index(it.gold) if it.gold in cands else None
-        order = [r["corpus_id"] for r in ce.rank(it.question, cands)]
-        re_rank = order.index(bi) if bi is not None else None
-        d = by_ds.setdefault(it.dataset, {"bi": [], "re": []})
+        ranked = ce.rank(it.question, cands)
+        order = [r["corpus_id"] for r in ranked]
+        fused = fuse_orders(order, len(cands))
+        d = by_ds.setdefault(it.dataset, {"bi": [], "re": [], "fused": []})
         d["bi"].append(bi)
-        d["re"].append(re_rank)
-    for name, d in list(by_ds.items()) + [("all", {"bi": sum((v["bi"] for v in by_ds.values()), []),
-                                                   "re": sum((v["re"] for v in by_ds.values()), [])})]:
+        d["re"].append(order.index(bi) if bi is not None else None)
+        d["fused"].append(fused.index(bi) if bi is not None else None)
+    keys = ("bi", "re", "fused")
+    for name, d in list(by_ds.items()) + [("all", {k: sum((v[k] for v in by_ds.values()), [])
+                                                   for k in keys})]:
         result["per_dataset"][name] = {"n": len(d["bi"]), "bi_encoder": _order_metrics(d["bi"]),
-                                       "reranked": _order_metrics(d["re"])}
+                                       "reranked": _order_metrics(d["re"]),
+                                       "fused": _order_metrics(d["fused"])}
     runs = 20 if quick else 50
     result["latency"] = {"int8": _latency(ce, items, runs)}
     fp32_path = fp32_path or work_dir(settings, "reranker", model_dir) / "model-fp32.onnx"
@@ -89,7 +94,10 @@ def to_markdown(r: dict) -> str:
              "from the dataset's full corpus (int8 all-MiniLM-L6-v2).", "",
              "| dataset | n | order | recall@1 | recall@3 | nDCG@10 |", "|---|---|---|---|---|---|"]
     for name, m in r["per_dataset"].items():
-        for key, label in (("bi_encoder", "bi-encoder"), ("reranked", "reranked")):
+        for key, label in (("bi_encoder", "bi-encoder"), ("reranked", "reranked"),
+                           ("fused", "fused (RRF)")):
+            if key not in m:
+                continue
             x = m[key]
             lines.append(f"| {name} | {m['n']} | {label} | {x['recall@1']:.3f} | "
                          f"{x['recall@3']:.3f} | {x['ndcg@10']:.3f} |")
