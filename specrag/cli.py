@@ -261,10 +261,10 @@ def cmd_bench(args, settings, _origins) -> int:
         from . import model_cli
 
         return model_cli.cmd_bench(args, settings)
-    if args.bench_command in ("e2e", "report"):
+    if args.bench_command in ("e2e", "report", "reverify"):
         from .bench import cli_e2e
 
-        return (cli_e2e.main_e2e if args.bench_command == "e2e" else cli_e2e.main_report)(
-            args, settings)
+        return {"e2e": cli_e2e.main_e2e, "report": cli_e2e.main_report,
+                "reverify": cli_e2e.main_reverify}[args.bench_command](args, settings)
 
     return bench_retrieval.main(args, settings)

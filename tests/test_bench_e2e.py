@@ -112,6 +112,32 @@ def test_harness_scores_every_policy_and_resumes(tmp_path, byod, embedder):
     assert "| exact match |" in (out / "e2e.md").read_text()
 
 
+def test_reverify_rescores_the_stored_drafts_without_generating(tmp_path, byod, embedder):
+    from specrag.bench import reverify
+
+    gens = {"draft": Extractive("fake"), "heavy": Extractive("anthropic")}
+    run(tmp_path, byod, embedder, gens)
+    calls = gens["draft"].calls + gens["heavy"].calls
+    out = tmp_path / "out"
+    s = make_settings(tmp_path / "unused")
+    never = reverify.run(out, s, out=tmp_path / "never", embedder=embedder,
+                         verifier=Verifier(s, scorer=WordScorer(), threshold=1.01))
+    always = reverify.run(out, s, out=tmp_path / "always", embedder=embedder,
+                          verifier=Verifier(s, scorer=WordScorer(), threshold=0.0))
+    assert gens["draft"].calls + gens["heavy"].calls == calls  # nothing generated again
+    assert never["drafts"] == always["drafts"] == 3
+    # (the fake drafts copy a sentence, so they score 1.0; the thresholds decide)
+    # rejecting every draft replays heavy-only; accepting every one needs no heavy tokens
+    lz = never["replayed_lazy"]
+    assert lz["acceptance_rate"] == 0.0 and lz["tokens_vs_heavy_only"] == 1.0
+    assert lz["accuracy"] == lz["heavy_only_accuracy"]
+    assert always["replayed_lazy"]["acceptance_rate"] == 1.0
+    assert always["replayed_lazy"]["heavy_tokens"] == 0
+    assert "replayed lazy vs heavy-only" in (tmp_path / "always" / "reverify.md").read_text()
+    stored = [json.loads(l) for l in (out / "rows.jsonl").read_text().splitlines()]
+    assert len(stored) == 12  # the run's own rows are left as they were
+
+
 def test_unknown_policy_and_missing_corpus(tmp_path, byod):
     with pytest.raises(ValueError, match="unknown policies"):
         e2e.run(make_settings(tmp_path), byod[0], policies=("fast",), corpus=byod[1])

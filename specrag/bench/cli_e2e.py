@@ -24,6 +24,10 @@ def add_parsers(bsub) -> None:
     p.add_argument("--json", action="store_true")
     r = bsub.add_parser("report", help="re-render e2e.md and e2e.html from an e2e.json")
     r.add_argument("run_json")
+    v = bsub.add_parser("reverify", help="re-verify an e2e run's drafts with the current "
+                        "verifier and threshold (no generation) and replay lazy")
+    v.add_argument("run_dir", help="an e2e output folder (rows.jsonl and data/)")
+    v.add_argument("--out", default=None, help="where reverify.md/json go (default: run_dir)")
 
 
 def main_e2e(args, settings) -> int:
@@ -44,4 +48,12 @@ def main_report(args, _settings) -> int:
 
     out = e2e_report.render(args.run_json)
     print(f"wrote {out / 'e2e.md'} and {out / 'e2e.html'}")
+    return 0
+
+
+def main_reverify(args, settings) -> int:
+    from . import reverify
+
+    result = reverify.run(args.run_dir, settings, out=args.out, progress=True)
+    print(reverify.to_markdown(result))
     return 0

@@ -71,29 +71,31 @@ def summarize(rows: list[dict], meta: dict) -> dict:
 
 
 def sweep(by: dict[str, list[dict]], steps: int = 20) -> list[dict]:
+    return [lazy_at(by, k / steps) for k in range(steps + 1)]
+
+
+def lazy_at(by: dict[str, list[dict]], t: float) -> dict:
+    """Lazy replayed at threshold ``t``: each question's draft (``draft-only`` row) when its
+    verdict score is at least ``t``, else its ``heavy-only`` answer after the draft path."""
     drafts = {r["id"]: r for r in by.get("draft-only", [])}
     heavies = {r["id"]: r for r in by.get("heavy-only", [])}
     ids = [i for i in drafts if i in heavies and drafts[i].get("scores")]
-    out = []
-    for k in range(steps + 1):
-        t = k / steps
-        acc, lat, tokens, taken = [], [], 0, []
-        for i in ids:
-            d, h = drafts[i], heavies[i]
-            ok = (d["verdict_score"] or 0) >= t and not d.get("abstained")
-            chosen = d if ok else h
-            acc.append(chosen["scores"][CORRECT])
-            path = d["timings_ms"].get("total", 0)
-            if not ok:
-                path += h["timings_ms"].get("rerank", 0) + h["timings_ms"].get("heavy", 0)
-                tokens += h["heavy_tokens_in"] + h["heavy_tokens_out"]
-            lat.append(path)
-            if ok:
-                taken.append(d["scores"][CORRECT])
-        out.append({"threshold": t, "accuracy": _mean(acc), "acceptance_rate":
-                    len(taken) / len(ids) if ids else None, "accepted_precision": _mean(taken),
-                    "total_p50_ms": percentile(lat, 50), "heavy_tokens": tokens})
-    return out
+    acc, lat, tokens, taken = [], [], 0, []
+    for i in ids:
+        d, h = drafts[i], heavies[i]
+        ok = (d["verdict_score"] or 0) >= t and not d.get("abstained")
+        chosen = d if ok else h
+        acc.append(chosen["scores"][CORRECT])
+        path = d["timings_ms"].get("total", 0)
+        if not ok:
+            path += h["timings_ms"].get("rerank", 0) + h["timings_ms"].get("heavy", 0)
+            tokens += h["heavy_tokens_in"] + h["heavy_tokens_out"]
+        lat.append(path)
+        if ok:
+            taken.append(d["scores"][CORRECT])
+    return {"threshold": t, "accuracy": _mean(acc), "acceptance_rate":
+            len(taken) / len(ids) if ids else None, "accepted_precision": _mean(taken),
+            "total_p50_ms": percentile(lat, 50), "heavy_tokens": tokens}
 
 
 def _fmt(v, pct=False) -> str:
