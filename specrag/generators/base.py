@@ -101,16 +101,22 @@ async def stream_from_thread(produce: Callable[[threading.Event], Iterator[str |
     stop = threading.Event()
     done = object()
 
+    def post(item) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the consumer's loop is closed: it stopped listening
+            stop.set()
+
     def work():
         try:
             for item in produce(stop):
-                loop.call_soon_threadsafe(queue.put_nowait, item)
+                post(item)
                 if stop.is_set():
                     break
         except BaseException as err:  # noqa: BLE001 - re-raised in the consumer
-            loop.call_soon_threadsafe(queue.put_nowait, err)
+            post(err)
         finally:
-            loop.call_soon_threadsafe(queue.put_nowait, done)
+            post(done)
 
     thread = threading.Thread(target=work, daemon=True, name="specrag-generate")
     thread.start()
