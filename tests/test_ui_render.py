@@ -28,7 +28,8 @@ HEAVY = "Pages are acknowledged within 15 minutes [1]."
 
 
 def make_engine(tmp_path, draft=GOOD, retriever=None, **values):
-    s = make_settings(tmp_path, **{"retrieval.rerank": True, **values})
+    # the reranker order as is (no fusion), so the reversed fake order shows in the citations
+    s = make_settings(tmp_path, **{"retrieval.rerank": True, "retrieval.rerank_fusion": False, **values})
     heavy = FakeGenerator("claude-sonnet-4-5", replies=[HEAVY])
     heavy.name = "anthropic"
     return SpeculativeRAG(s, retriever=retriever or FakeRetriever(),
