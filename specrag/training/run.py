@@ -151,6 +151,10 @@ Training config, seed, pinned data versions and pair counts: `specrag.json`. Dat
 sources, licenses and splits: `assets/DATA_CARD.md`. Test splits are disjoint by group
 (page, context, passage) from the training data.
 
+## Training
+
+{training}
+
 ## Evaluation
 
 {evaluation}
@@ -162,5 +166,21 @@ def write_card(out: Path, meta: dict, evaluation: str) -> None:
     what = ("grounding verifier (does the premise support the claim?)" if name == "verifier"
             else "passage reranker")
     output = "P(supported)" if name == "verifier" else "a relevance score"
+    st, cfg = meta.get("train_stats", {}), meta.get("train_config", {})
+    pairs = meta.get("train_pairs") or meta.get("train_questions") or {}
+    training = (f"{st.get('steps', '?')} steps of {cfg.get('batch_size', '?')} pairs "
+                f"({st.get('pairs', '?')} pairs; from {', '.join(f'{k} {v}' for k, v in pairs.items())}"
+                f"{' questions' if 'train_questions' in meta else ''}), learning rate "
+                f"{cfg.get('lr')} (head {cfg.get('head_lr')}), max length {cfg.get('max_length')}, "
+                f"seed {cfg.get('seed')}, {meta.get('pooling', 'cls')} pooling; "
+                f"{st.get('seconds', '?')} s on {cfg.get('threads', '?')} CPU threads, final loss "
+                f"(EMA) {st.get('final_loss_ema', '?')}.")
+    if cur := meta.get("curriculum_pairs"):
+        cur = ", ".join(f"{k} {v}" for k, v in cur.items()) if isinstance(cur, dict) else cur
+        training += f" Curriculum first: {cur} pairs."
+    if meta.get("evidence_words"):
+        training += (f" Premises cut to their sentences about the claim "
+                     f"({meta['evidence_words']} words, `specrag.evidence`), as in serving.")
     (out / "README.md").write_text(CARD.format(name=name, what=what, order=meta["pair_order"],
-                                               output=output, evaluation=evaluation or "(not run)"))
+                                               output=output, training=training,
+                                               evaluation=evaluation or "(not run)"))
