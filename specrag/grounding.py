@@ -1,14 +1,13 @@
-"""A calibration head over the verifier: cross-encoder score plus lexical support.
+"""An optional calibration head over the verifier: cross-encoder score plus lexical support.
 
-The shipped cross-encoder was trained for minutes on two shared CPU cores and barely
-separates supported from unsupported claims (AUROC ~0.62 on held-out pairs). Claims a
-draft model invents usually bring words, numbers or names the chunk does not contain,
-which cheap lexical features see directly. ``GroundingHead`` is a logistic regression
-over ``[logit(cross-encoder), coverage of content words, of numbers, of capitalised
-words, negation mismatch, novel-word count, claim length]``, fitted on the verifier's
-training split (``fit``) and stored beside the model as ``head.json``; the verifier
-applies it when the file exists. A better cross-encoder (e.g. a Hub NLI model) needs no
-head: its folder simply has no ``head.json``.
+``GroundingHead`` is a logistic regression over ``[logit(cross-encoder), coverage of
+content words, of numbers, of capitalised words, negation mismatch, novel-word count,
+claim length]``, fitted on the verifier's training split (``specrag train
+verifier-head``) and stored beside the model as ``head.json``; the verifier applies it
+when the file exists. It rescued an earlier, barely trained cross-encoder (held-out
+AUROC 0.62 -> 0.70). The shipped verifier has no head: fitted over it, the head did not
+help (held-out pair balanced accuracy 0.891 without, 0.889 with), so none is shipped.
+A stronger cross-encoder (e.g. a Hub NLI model) needs none either.
 
 Deliberately not here: the cross-encoder, sentence splitting, aggregation (``verifier``).
 """
