@@ -127,7 +127,7 @@ def test_rerank_fusion_blends_the_reranker_and_bi_encoder_orders(tmp_path):
     # the fake reranker reverses the four hits; fused by rank, the bi-encoder's first and
     # the reranker's first tie at the top (the bi-encoder's wins the tie)
     eng, _, heavy = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.",
-                           **{"retrieval.heavy_k": 2})
+                           **{"retrieval.heavy_k": 2, "retrieval.rerank_fusion": True})
     ans = asyncio.run(eng.aask("leave?"))
     prompt = heavy.calls[0][1]["content"]
     assert prompt.index(TEXTS[0]) < prompt.index(TEXTS[3])
