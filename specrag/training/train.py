@@ -113,6 +113,9 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
     random.seed(config.seed)
     torch.set_num_threads(config.threads)
     model, tok = load_base(base_dir)
+    # a lent GPU is used when present, never required; the export moves back to the CPU
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
     # word embeddings stay frozen: a third of the AdamW work for little gain on 10k pairs
     model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
     model.train()
@@ -136,7 +139,8 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
     for step, batch in enumerate(bar):
         enc = tok([p[0] for p in batch], [p[1] for p in batch], truncation="longest_first",
                   max_length=config.max_length, padding=True, return_tensors="pt")
-        labels = torch.tensor([p[2] for p in batch], dtype=torch.float32)
+        enc = enc.to(device)
+        labels = torch.tensor([p[2] for p in batch], dtype=torch.float32, device=device)
         logits = model(**enc).squeeze(-1)
         loss = loss_fn(logits, labels)
         loss.backward()
@@ -149,9 +153,9 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
             bar.set_postfix(loss=f"{ema:.3f}")
         if not progress and step % 25 == 0:
             log(f"step {step}/{len(plan)} loss {ema:.4f} {time.time() - started:.0f}s")
-    model.eval()
-    stats = {"steps": len(plan), "pairs": len(pairs) + len(first), "seconds": round(time.time() - started, 1),
-             "final_loss_ema": round(ema or math.nan, 4)}
+    model.eval().to("cpu")
+    stats = {"device": device, "steps": len(plan), "pairs": len(pairs) + len(first),
+             "seconds": round(time.time() - started, 1), "final_loss_ema": round(ema or math.nan, 4)}
     return model, tok, stats
 
 
