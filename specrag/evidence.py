@@ -24,17 +24,20 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("the a an of in on at to and or is was are were be been by for with as from "
                   "that this it its he she they his her their which who what when where how has "
                   "have had not no but also into than then there these those".split())
-_SENT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+# a sentence ends at . ! ? (and closing quotes/brackets) before an upper-case letter or digit;
+# ``verifier.split_sentences`` adds abbreviation handling on top of the same break
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
 def content_words(text: str) -> set[str]:
+    """Lower-cased words and numbers minus stop words (also the verifier's chunk prefilter)."""
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
 def sentences(text: str) -> list[str]:
     """A cheap sentence split (the verifier's own splitter handles abbreviations; here a
     wrong split only changes which words are kept together)."""
-    return [s for s in _SENT.split(" ".join(text.split())) if s.strip()]
+    return [s for s in SENTENCE_BREAK.split(" ".join(text.split())) if s.strip()]
 
 
 def select(premise: str, claim: str, max_words: int = 64) -> str:

@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .evidence import select
+from .evidence import SENTENCE_BREAK, content_words, select
 
 AGGREGATES = ("min", "mean")
 
 _GLUED = re.compile(r"(?<=[a-z0-9)][.!?])(?=[A-Z][a-z])")
-_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|No|vs|etc|e\.g|i\.e|U\.S|Inc|Ltd|Co|"
                      r"Corp|Gen|Col|Lt|Sgt|Rep|Sen|Gov|Jan|Feb|Mar|Apr|Aug|Sept?|Oct|Nov|Dec|"
                      r"[A-Z])\.$")
@@ -63,7 +62,7 @@ def split_sentences(text: str) -> list[str]:
     if not text:
         return []
     parts, start = [], 0
-    for m in _SPLIT.finditer(text):
+    for m in SENTENCE_BREAK.finditer(text):
         head = text[start:m.start()]
         if _ABBREV.search(head):
             continue
@@ -130,18 +129,9 @@ def aggregate(scores: list[float], how: str = "min") -> float:
     return float(min(scores) if how == "min" else np.mean(scores))
 
 
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("the a an of in on at to and or is was are were be by for with as from that this "
-                  "it its he she they his her their which who what when where how".split())
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
 def prefilter(sentence: str, chunk_words: list[set[str]], k: int) -> list[int]:
     """Indices of the ``k`` chunks sharing the most content words with ``sentence``."""
-    words = _words(sentence)
+    words = content_words(sentence)
     overlap = [len(words & cw) for cw in chunk_words]
     return sorted(sorted(range(len(chunk_words)), key=lambda i: -overlap[i])[:k])
 
@@ -203,7 +193,7 @@ class Verifier:
         matrix = np.full((len(checked), len(texts)), -1.0, dtype=np.float32)
         if checked and texts:
             k = self.per_sentence
-            cw = [_words(t) for t in texts] if k and k < len(texts) else None
+            cw = [content_words(t) for t in texts] if k and k < len(texts) else None
             cells = [(r, j) for r, i in enumerate(checked)
                      for j in (prefilter(sents[i], cw, k) if cw else range(len(texts)))]
             pairs = [(texts[j], sents[checked[r]]) for r, j in cells]
