@@ -9,7 +9,10 @@ Policies (settings ``generation.policy`` or per call):
   start alongside the draft and are cancelled the moment the draft is accepted.
 - ``draft-only`` / ``heavy-only``: the two baselines.
 A draft that only abstains ("The documents do not say.") is escalated when
-``verify.escalate_abstentions`` is set: the weak model may have missed the answer.
+``verify.escalate_abstentions`` is set: the weak model may have missed the answer. A
+draft whose generation fails (its model's process died, say) escalates too, with a
+``draft_failed`` event and ``Answer.draft_error`` saying why; under ``draft-only`` the
+error is raised.
 
 Deliberately not here: retries/failover (wrap the generators), rendering, persistence.
 """
@@ -24,7 +27,7 @@ from dataclasses import replace
 from . import costs
 from .events import POLICIES, Answer, Citation, Draft, HeavyAnswer, StageEvent
 from .fusion import fuse_orders
-from .generators.base import Usage
+from .generators.base import GenerationError, Usage
 from .prompts import NOT_FOUND, build_messages, cited_numbers
 from .retrieval import Retriever
 from .security import access, redacting, sanitize
@@ -113,8 +116,19 @@ class SpeculativeRAG:
                 async for ev in run.heavy_phase():
                     yield ev
                 return
-            async for ev in run.draft_phase():
-                yield ev
+            try:
+                async for ev in run.draft_phase():
+                    yield ev
+            except GenerationError as err:
+                # a failed draft (its model's worker died, say) is a rejected one: the
+                # heavy tier answers, unless the user asked for the draft alone
+                if policy == "draft-only":
+                    raise
+                run.draft_error = _one_line(err)
+                yield StageEvent("draft_failed", clock(), text=run.draft_error)
+                async for ev in run.heavy_phase():
+                    yield ev
+                return
             accept = run.verdict.accepted and not (run.verdict.abstained
                                                   and s.verify.escalate_abstentions)
             if policy == "draft-only" or accept:
@@ -144,6 +158,7 @@ class _Run:
         self._heavy_task: asyncio.Task | None = None
         self._heavy_queue: asyncio.Queue | None = None
         self.heavy_cancelled = False
+        self.draft_error = ""
 
     # -- draft and verify ------------------------------------------------------------
     async def draft_phase(self):
@@ -269,7 +284,8 @@ class _Run:
             verdict=self.verdict, heavy=self.heavy, citations=citations, hits=self.hits,
             verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
             usage=tuple(u for u in self.usage if u), cost_usd=spent,
-            heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled)
+            heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled,
+            draft_error=self.draft_error)
         return StageEvent("final", self.clock(), answer=answer)
 
     def _heavy_only_cost(self) -> float:
@@ -282,6 +298,11 @@ class _Run:
         tokens_out = self.draft.usage.output_tokens if self.draft and self.draft.usage else 0
         return costs.estimate(getattr(self.e.heavy, "name", ""), getattr(self.e.heavy, "model", ""),
                               tokens_in, tokens_out, prices)
+
+
+def _one_line(err: Exception) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0][:300] if lines else type(err).__name__
 
 
 async def _drain(queue: asyncio.Queue, task: asyncio.Task):

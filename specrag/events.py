@@ -3,7 +3,8 @@
 The UI, CLI and benchmark only render these records. ``StageEvent.kind`` is one of
 ``KINDS``, in this order for a single question (stages a policy skips are absent):
 retrieved, draft_token*, draft_done, verdict, rerank_done, heavy_token*, heavy_done,
-final. ``t_ms`` is milliseconds since the question arrived.
+final; ``draft_failed`` (its ``text`` says why) takes the place of draft_done and verdict
+when the draft's generation fails and the heavy tier answers instead. ``t_ms`` is milliseconds since the question arrived.
 
 Deliberately not here: how the stages run (``engine``).
 """
@@ -16,8 +17,8 @@ from .generators.base import Usage
 from .types import Chunk, Hit
 from .verifier import Verdict
 
-KINDS = ("retrieved", "draft_token", "draft_done", "verdict", "rerank_done", "heavy_token",
-         "heavy_done", "final")
+KINDS = ("retrieved", "draft_token", "draft_done", "draft_failed", "verdict", "rerank_done",
+         "heavy_token", "heavy_done", "final")
 POLICIES = ("lazy", "eager", "draft-only", "heavy-only")
 
 
@@ -61,6 +62,7 @@ class Answer:
     cost_usd: float = 0.0
     heavy_only_cost_usd: float = 0.0
     heavy_cancelled: bool = False
+    draft_error: str = ""  # why the draft failed, when it did (the heavy tier answered)
 
     @property
     def accepted(self) -> bool:
@@ -82,6 +84,7 @@ class Answer:
             "usage": [usage(u) for u in self.usage], "cost_usd": self.cost_usd,
             "heavy_only_cost_usd": self.heavy_only_cost_usd,
             "heavy_cancelled": self.heavy_cancelled,
+            "draft_error": self.draft_error or None,
         }
 
 

@@ -92,6 +92,12 @@ class GenerationSettings:
     anthropic_base_url: str = ""
     threads: int = 0  # CPU threads for local models; 0: all cores
     prompt_cache: bool = True  # llama.cpp reuses the previous prompt's prefix (off in benchmarks)
+    # llama.cpp models run in a worker process ("process": a native crash fails one answer,
+    # not the app, and the worker restarts) or in this process ("thread")
+    local_isolation: str = "process"
+    # llama.cpp's extra CPU buffer types (AMX/AArch64 weight repacking); off: the AMX path
+    # faults on some virtualised Intel hosts and is no faster for this decoding
+    extra_bufts: bool = False
     prices: dict = field(default_factory=lambda: {
         "claude-opus-4-1": [15.0, 75.0], "claude-sonnet-4-5": [3.0, 15.0],
         "claude-haiku-4-5": [1.0, 5.0]})  # USD per million tokens [input, output]

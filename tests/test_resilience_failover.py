@@ -179,5 +179,9 @@ def test_heavy_chain_from_settings_over_both_apis(tmp_path, monkeypatch):
 def test_single_backend_without_chain_still_retries(tmp_path):
     s = make_settings(tmp_path, **{"generation.heavy": "fake:x"})
     gen = tier_from_settings("heavy", s)
-    assert isinstance(gen, RetryingGenerator) and gen.policy.max_attempts == 1  # local: no retry
+    # a chain of one: its breaker sees failures only (a local model's speed is no outage)
+    assert isinstance(gen, FallbackGenerator) and len(gen.members) == 1
+    assert gen.breakers[0].p99_ms == float("inf")
+    inner = gen.members[0]
+    assert isinstance(inner, RetryingGenerator) and inner.policy.max_attempts == 1  # local: no retry
     assert asyncio.run(collect_all(gen))[1].backend == "fake"

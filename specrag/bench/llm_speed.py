@@ -35,7 +35,7 @@ def measure(path: str, threads: int = 2, new_tokens: int = 64) -> dict:
     chunks = [Chunk(f"c{i}", "d", f"doc{i}.txt", p, i, 0, len(p), "h", "v")
               for i, p in enumerate(PASSAGES)]
     messages = build_messages(QUESTION, chunks, "draft")
-    llm = Llama(model_path=path, n_ctx=4096, n_threads=threads, verbose=False)
+    llm = Llama(model_path=path, n_ctx=4096, n_threads=threads, use_extra_bufts=False, verbose=False)
     best = None
     for _ in range(2):
         llm.reset()  # no prompt-prefix reuse between runs

@@ -28,9 +28,12 @@ class _Lazy:
     def warm_up(self):
         if self._inner is None:
             path = sources.resolve(self.role, self.settings)
-            threads = self.settings.generation.threads or None
-            inner = make_generator(f"{self.name}:{path.stem}", model_path=path, threads=threads,
-                                   prompt_cache=self.settings.generation.prompt_cache)
+            g = self.settings.generation
+            options = {"threads": g.threads or None, "prompt_cache": g.prompt_cache}
+            if self.name == "llama-cpp":
+                options.update(isolation=g.local_isolation, extra_bufts=g.extra_bufts,
+                               role=self.role)
+            inner = make_generator(f"{self.name}:{path.stem}", model_path=path, **options)
             inner.warm_up()
             self._inner, self.model = inner, inner.model
         return self

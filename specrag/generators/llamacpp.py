@@ -3,8 +3,19 @@
 We chose llama.cpp for local CPU generation because it runs the packaged GGUF files
 exactly as shipped (no re-quantisation, no conversion step) and decodes fastest for
 the 1.5B heavy model on two cores; see README "Local models" for the measurements.
-One ``Llama`` instance is loaded per generator in ``warm_up`` and shared; a lock
-serialises generations because a llama.cpp context is not thread-safe.
+
+``isolation`` says where the model runs:
+- ``process`` (the default): in a ``worker.ModelWorker`` child process, so a crash of
+  native code ends one answer with a clear error instead of ending the app, and the
+  next question starts a fresh worker;
+- ``thread``: in this process, in a thread (no worker start-up, nothing to cross a pipe;
+  for scripts that want the least overhead and accept that a crash ends them).
+
+``extra_bufts`` (off by default) lets llama.cpp repack weights into extra CPU buffer
+types (AMX, AArch64 repacks). On some virtualised Intel Sapphire Rapids hosts the AMX
+path faults at the first matrix multiply (a general protection fault in
+libggml-cpu.so); with it off, the weights stay in the plain CPU buffer and the
+AVX2/AVX-512 kernels run them, measured as fast on this kind of decoding.
 
 Deliberately not here: where the GGUF comes from (``sources``) or prompt templates
 (the GGUF's own chat template is used).
@@ -17,6 +28,9 @@ import threading
 from pathlib import Path
 
 from .base import Timer, Usage, register, stream_from_thread
+from .worker import ModelWorker, load_llama
+
+ISOLATION = ("process", "thread")
 
 
 @register("llama-cpp")
@@ -24,7 +38,11 @@ class LlamaCppGenerator:
     name = "llama-cpp"
 
     def __init__(self, model: str = "", model_path: str | os.PathLike | None = None,
-                 n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True, **_):
+                 n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True,
+                 isolation: str = "process", extra_bufts: bool = False, role: str = "", **_):
+        if isolation not in ISOLATION:
+            raise ValueError(f"llama-cpp isolation must be one of {', '.join(ISOLATION)}, "
+                             f"got '{isolation}'")
         self.model = model or (Path(model_path).stem if model_path else "")
         self.model_path = model_path
         self.n_ctx = n_ctx
@@ -32,49 +50,89 @@ class LlamaCppGenerator:
         # llama.cpp reuses the KV state of the previous prompt's common prefix; benchmarks
         # turn this off so one policy's run cannot pre-compute another's prompt
         self.prompt_cache = prompt_cache
-        self._llm = None
+        self.isolation = isolation
+        self.role = role  # "draft" / "heavy": names the worker in logs and errors
+        self.extra_bufts = extra_bufts
+        self._llm = None  # isolation "thread"
+        self.worker: ModelWorker | None = None  # isolation "process"
         self._lock = threading.Lock()
+
+    def llama_params(self) -> dict:
+        """Keyword arguments for ``llama_cpp.Llama`` (besides the model path)."""
+        return {"n_ctx": self.n_ctx, "n_threads": self.threads, "n_batch": 512,
+                "use_extra_bufts": self.extra_bufts}
 
     def warm_up(self) -> "LlamaCppGenerator":
         with self._lock:
-            if self._llm is None:
-                try:
-                    from llama_cpp import Llama
-                except ImportError as err:
-                    raise ImportError("local GGUF models need llama-cpp-python: "
-                                      "pip install llama-cpp-python==0.3.36") from err
-                self._llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx,
-                                  n_threads=self.threads, n_batch=512, verbose=False)
+            if self.isolation == "process":
+                if self.worker is None:
+                    _require_llama_cpp(load=False)  # native code loads in the worker only
+                    self.worker = ModelWorker(str(self.model_path), self.llama_params(),
+                                              label=f"{self.role} {self.model}".strip())
+                self.worker.start()
+            elif self._llm is None:
+                _require_llama_cpp()
+                self._llm = load_llama(str(self.model_path), self.llama_params())
         return self
 
     async def stream(self, messages, *, max_tokens: int = 256, temperature: float = 0.0):
         self.warm_up()
-
-        def produce(stop: threading.Event):
-            with self._lock:
-                if not self.prompt_cache:
-                    self._llm.reset()
-                timer = Timer()
-                out = 0
-                chunks = self._llm.create_chat_completion(
-                    messages=messages, max_tokens=max_tokens, temperature=temperature,
-                    stream=True)
-                for chunk in chunks:
-                    text = chunk["choices"][0]["delta"].get("content")
-                    if text:
-                        timer.token()
-                        out += 1
-                        yield text
-                    if stop.is_set():
-                        break
-                # the context holds prompt + generated tokens once generation stops
-                prompt = max(0, self._llm.n_tokens - out)
-                yield Usage("llama-cpp", self.model, prompt, out, timer.ttft_ms,
-                            timer.total_ms, cancelled=stop.is_set())
-
-        async for item in stream_from_thread(produce):
+        produce = self._in_worker if self.isolation == "process" else self._in_thread
+        request = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature,
+                   "reset": not self.prompt_cache}
+        async for item in stream_from_thread(lambda stop: produce(request, stop)):
             yield item
+
+    def _in_worker(self, request: dict, stop: threading.Event):
+        for kind, payload in self.worker.generate(request, stop):
+            if kind == "delta":
+                yield payload
+            else:
+                yield Usage("llama-cpp", self.model, **payload)
+
+    def _in_thread(self, request: dict, stop: threading.Event):
+        with self._lock:
+            if request["reset"]:
+                self._llm.reset()
+            timer = Timer()
+            out = 0
+            chunks = self._llm.create_chat_completion(
+                messages=request["messages"], max_tokens=request["max_tokens"],
+                temperature=request["temperature"], stream=True)
+            for chunk in chunks:
+                text = chunk["choices"][0]["delta"].get("content")
+                if text:
+                    timer.token()
+                    out += 1
+                    yield text
+                if stop.is_set():
+                    break
+            # the context holds prompt + generated tokens once generation stops
+            prompt = max(0, self._llm.n_tokens - out)
+            yield Usage("llama-cpp", self.model, prompt, out, timer.ttft_ms,
+                        timer.total_ms, cancelled=stop.is_set())
 
     def count_tokens(self, text: str) -> int:
         self.warm_up()
+        if self.worker is not None:
+            return self.worker.tokenize(text)
         return len(self._llm.tokenize(text.encode(), add_bos=False))
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+
+
+def _require_llama_cpp(load: bool = True):
+    import importlib.util
+
+    hint = "local GGUF models need llama-cpp-python: pip install llama-cpp-python==0.3.36"
+    if not load:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ImportError(hint)
+        return None
+    try:
+        from llama_cpp import Llama
+    except ImportError as err:
+        raise ImportError(hint) from err
+    return Llama

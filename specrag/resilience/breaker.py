@@ -59,8 +59,11 @@ class CircuitBreaker:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, name: str, r, clock=time.monotonic) -> "CircuitBreaker":
-        return cls(name, p99_ms=r.breaker_p99_ms, window=r.breaker_window,
+    def from_settings(cls, name: str, r, clock=time.monotonic, *,
+                      latency: bool = True) -> "CircuitBreaker":
+        """``latency=False``: open on failures only (a local model's speed is the
+        machine's, not a sign of an outage)."""
+        return cls(name, p99_ms=r.breaker_p99_ms if latency else math.inf, window=r.breaker_window,
                    window_s=r.breaker_window_s, min_samples=r.breaker_min_samples,
                    failures=r.breaker_failures, open_s=r.breaker_open_s,
                    probes=r.breaker_probes, clock=clock)
@@ -71,6 +74,11 @@ class CircuitBreaker:
         with self._lock:
             self._tick()
             return self._state
+
+    @property
+    def consecutive_failures(self) -> int:
+        with self._lock:
+            return self._consecutive
 
     def p99_ms_now(self) -> float | None:
         with self._lock:

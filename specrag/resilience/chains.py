@@ -12,8 +12,9 @@
 
 Remote endpoints get the HTTP connect timeout, a ``RetryingGenerator`` with their own
 ``RetryBudget``, and a circuit breaker in the chain. Local models are not retried and
-have no first-token limit: their failures are deterministic, and their speed is the
-machine's, not a sign of an outage.
+have no first-token limit, and their breaker opens on failures only: their speed is the
+machine's, not a sign of an outage. A tier is always a chain, even of one entry, so
+every failure reaches a breaker.
 
 Deliberately not here: the wrappers themselves; observers (``service`` adds them).
 """
@@ -116,9 +117,9 @@ def tier_from_settings(role: str, settings: Settings, *, clock=time.monotonic, s
                                    for u in urls],
                 balancer=make_balancer(r.balance), after_first_token=r.after_first_token,
                 clock=clock))
-    if len(entries) == 1:
-        return entries[0]
+    # even a tier of one entry goes through a chain: its breaker and attempts record a
+    # failure (a local model's worker dying, say) like any other backend's
     specs = chain_specs(role, settings)
-    return FallbackGenerator(entries, breakers=[CircuitBreaker.from_settings(s, r, clock)
-                                                for s in specs],
-                             after_first_token=r.after_first_token, clock=clock)
+    return FallbackGenerator(entries, breakers=[
+        CircuitBreaker.from_settings(s, r, clock, latency=not parse_entry(s).local)
+        for s in specs], after_first_token=r.after_first_token, clock=clock)

@@ -68,10 +68,14 @@ def launch_options(settings: Settings | None = None) -> dict:
     login (``auth``) when ``settings`` name a users file."""
     import gradio as gr
 
-    # system fonts only: the default theme would fetch web fonts, which offline hosts lack
+    # system fonts only: the default theme would fetch web fonts, which offline hosts lack.
+    # As ``Font`` objects, not strings: Gradio compares themes font by font (its launch
+    # analytics did, and crashed on a string), so a theme must hold what it expects
+    font = gr.themes.Font
     theme = gr.themes.Soft(primary_hue="blue", neutral_hue="slate",
-                           font=["Inter", "system-ui", "Segoe UI", "sans-serif"],
-                           font_mono=["ui-monospace", "SFMono-Regular", "monospace"])
+                           font=[font(n) for n in ("Inter", "system-ui", "Segoe UI", "sans-serif")],
+                           font_mono=[font(n) for n in ("ui-monospace", "SFMono-Regular",
+                                                        "monospace")])
     options = {"css": css(), "theme": theme}
     auth = gradio_auth(settings) if settings is not None else None
     if auth is not None:
@@ -178,7 +182,9 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
         return (*refresh_docs(collection, request),
                 gr.update(visible=metrics.allowed(settings, who(request))))
 
-    with gr.Blocks(title="specrag · speculative RAG") as demo:
+    # no usage reports to Gradio's servers, whatever GRADIO_ANALYTICS_ENABLED says: the app
+    # answers from private documents and must not phone home (nor wait on a closed network)
+    with gr.Blocks(title="specrag · speculative RAG", analytics_enabled=False) as demo:
         with gr.Row(elem_id="sr-header", equal_height=True):
             with gr.Column(scale=4):
                 gr.HTML(header_html(), elem_id="sr-brand-box")

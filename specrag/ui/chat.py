@@ -35,6 +35,7 @@ class Turn:
     heavy_model: str = ""
     answer: object = None
     error: str = ""
+    draft_error: str = ""  # the draft's generation failed; the heavy tier answers
     note: str = ""  # shown while nothing has arrived yet (e.g. "loading models")
     _seen: set = field(default_factory=set)  # event kinds so far
 
@@ -48,6 +49,8 @@ class Turn:
         elif ev.kind == "draft_done":
             self.draft = ev.draft.text
             self.draft_model = getattr(ev.draft.usage, "model", "") if ev.draft.usage else ""
+        elif ev.kind == "draft_failed":
+            self.draft_error, self.escalated = ev.text, True
         elif ev.kind == "verdict":
             self.verdict = ev.verdict
         elif ev.kind == "rerank_done":
@@ -144,6 +147,8 @@ def verdict_html(turn: Turn) -> str:
 
 def _draft_badge(turn: Turn) -> tuple[str, str]:
     stage, v = turn.stage, turn.verdict
+    if turn.draft_error:
+        return "draft · failed", "rejected"
     if stage in ("retrieving", "drafting", "verifying"):
         return "draft · verifying", "pending"
     if stage == "accepted":
@@ -204,7 +209,7 @@ def render_turn(turn: Turn) -> str:
     stage = turn.stage
     cards = []
     done = turn.answer is not None
-    has_draft = bool(turn.draft) or stage in ("drafting", "verifying") or (
+    has_draft = bool(turn.draft or turn.draft_error) or stage in ("drafting", "verifying") or (
         done and turn.answer.draft is not None)
     heavy_only = done and turn.answer.draft is None and turn.answer.tier == "heavy"
     if stage == "retrieving":
@@ -214,8 +219,10 @@ def render_turn(turn: Turn) -> str:
     elif has_draft and not heavy_only:
         badge, cls = _draft_badge(turn)
         final = done and turn.answer.tier == "draft"
-        cards.append(_card("draft", badge, cls, turn.draft_model, _text(turn.draft),
-                           stage == "drafting", final, verdict_html(turn)))
+        failed = (f'<p class="sr-draft-error">{escape(turn.draft_error)}</p>'
+                  if turn.draft_error else "")
+        cards.append(_card("draft", badge, cls, turn.draft_model, _text(turn.draft) + failed,
+                           stage == "drafting" and not failed, final, verdict_html(turn)))
     if turn.escalated or heavy_only or (done and turn.answer.tier == "heavy"):
         body = _text(turn.heavy) if turn.heavy else (
             '<span class="sr-muted"><span class="sr-spinner"></span>'

@@ -1,0 +1,327 @@
+"""A local model in its own process, so a crash in native code cannot take the app down.
+
+llama.cpp is C++: a bad build, an unlucky CPU path (the AMX weight-repacking fault on
+some virtualised Intel hosts), a GGUF a user points at, or the kernel's OOM killer can
+end the process that runs it. ``ModelWorker`` keeps that process separate from the web
+server: a child started with ``spawn`` (no forked copy of the parent's threads, locks or
+Gradio state) loads the model once and answers requests over a ``multiprocessing`` pipe.
+
+- ``generate(request, stop)`` is a blocking iterator of ``("delta", text)`` items ending
+  with one ``("usage", dict)``; setting ``stop`` sends a cancel, and the child stops
+  within one token. One request runs at a time (a llama.cpp context is not
+  thread-safe); a second caller waits on the lock, which is the queue.
+- When the child dies (any signal, any exit), the caller gets ``WorkerDied``, a
+  retryable ``GenerationError`` with one line saying how it died. The dead child is
+  reaped and the next request starts a fresh one, so the next question works.
+- The child exits by itself when the parent goes away (its pipe reads EOF), so a
+  ``kill -9`` of the app leaves no model process behind.
+
+Deliberately not here: prompts, token accounting beyond what llama.cpp reports, the
+choice of backend (``llamacpp``), retries and failover (``resilience``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing as mp
+import signal
+import threading
+import time
+import weakref
+from typing import Iterator
+
+from .base import GenerationError
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2  # how often a waiting parent checks that the child is still alive
+_LIVE: "weakref.WeakSet[ModelWorker]" = weakref.WeakSet()
+
+
+def workers() -> list["ModelWorker"]:
+    """Every model worker of this process (for the app's model panel, tests and shutdown)."""
+    return list(_LIVE)
+
+
+class WorkerDied(GenerationError):
+    """The model's process ended while it had work; the next request restarts it."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=True)
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is unresponsive"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+class ModelWorker:
+    def __init__(self, model_path: str, params: dict, *, label: str = "",
+                 start_timeout_s: float = 600.0):
+        self.model_path = str(model_path)
+        self.params = dict(params)  # keyword arguments of ``llama_cpp.Llama``
+        self.label = label or self.model_path
+        self.start_timeout_s = start_timeout_s
+        self.starts = 0  # children started so far
+        self.busy = False  # a request is in flight
+        self._proc = None
+        self._conn = None
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        _LIVE.add(self)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    @property
+    def restarts(self) -> int:
+        """Fresh children started after the first (each one after a death)."""
+        return max(0, self.starts - 1)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
+
+    def start(self) -> "ModelWorker":
+        """Start the child and wait until its model is loaded (idempotent)."""
+        with self._lock:
+            self._ensure()
+        return self
+
+    def _ensure(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            return
+        if self._proc is not None:
+            self._reap()
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe(duplex=True)
+        proc = ctx.Process(target=serve, args=(child, self.model_path, self.params),
+                           name=f"specrag-model-{self.label}", daemon=True)
+        t0 = time.perf_counter()
+        proc.start()
+        self.starts += 1
+        child.close()  # only the child holds its end now: its death reads as EOF here
+        self._proc, self._conn = proc, parent
+        try:
+            kind, _, info = self._recv(self.start_timeout_s, "loading")
+        except WorkerDied:
+            self._reap()
+            raise
+        if kind == "error":
+            self._reap()
+            raise GenerationError(f"{self.label}: the model could not be loaded: {info}")
+        log.info("model worker %s (pid %s) ready in %.1f s", self.label, proc.pid,
+                 time.perf_counter() - t0)
+
+    def _reap(self) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if conn is not None:
+            conn.close()
+        if proc is not None:
+            if proc.is_alive():
+                proc.kill()
+            proc.join(5)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.send(("close", 0, None))
+                except OSError:
+                    pass
+            if self._proc is not None:
+                self._proc.join(2)
+            self._reap()
+
+    # -- talking to the child -----------------------------------------------------------
+    def _recv(self, timeout_s: float | None, doing: str):
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            try:
+                if self._conn.poll(POLL_S):
+                    return self._conn.recv()
+            except (EOFError, OSError):
+                pass  # the child closed its end: it is gone or going
+            else:
+                if self._proc.is_alive():
+                    if deadline is not None and time.monotonic() > deadline:
+                        self._proc.kill()
+                    else:
+                        continue
+            self._proc.join(5)
+            why = describe_exit(self._proc.exitcode)
+            self._reap()
+            raise WorkerDied(f"the local model process ({self.label}) {why} while {doing}; "
+                             "it restarts for the next question")
+
+    def _send(self, message) -> None:
+        try:
+            self._conn.send(message)
+        except OSError:
+            pass  # a dead child is reported by the next ``_recv``
+
+    def generate(self, request: dict, stop: threading.Event) -> Iterator[tuple[str, object]]:
+        """Stream one chat completion; ``request`` holds ``messages``, ``max_tokens``,
+        ``temperature`` and ``reset`` (drop the cached prompt prefix first)."""
+        with self._lock:
+            self._ensure()
+            rid = next(self._ids)
+            self._send(("generate", rid, request))
+            finished = cancel_sent = False
+            self.busy = True
+            try:
+                while True:
+                    if stop.is_set() and not cancel_sent:
+                        self._send(("cancel", rid, None))
+                        cancel_sent = True
+                    kind, got, payload = self._recv(None, "generating")
+                    if got != rid:
+                        continue  # a late reply to an earlier, abandoned request
+                    if kind == "delta":
+                        yield "delta", payload
+                    elif kind == "usage":
+                        finished = True
+                        yield "usage", payload
+                        return
+                    else:
+                        finished = True
+                        raise GenerationError(f"{self.label}: {payload}")
+            finally:
+                if not finished and self._proc is not None:
+                    self._abandon(rid)
+                self.busy = False
+
+    def _abandon(self, rid: int) -> None:
+        """The consumer left mid-stream: cancel, and wait for the end so the next request
+        starts clean; a child that does not stop within seconds is killed."""
+        self._send(("cancel", rid, None))
+        try:
+            while True:
+                kind, got, _ = self._recv(10.0, "stopping")
+                if got == rid and kind in ("usage", "error"):
+                    return
+        except WorkerDied:
+            pass
+
+    def tokenize(self, text: str) -> int:
+        with self._lock:
+            self._ensure()
+            rid = next(self._ids)
+            self._send(("tokenize", rid, text))
+            while True:
+                kind, got, payload = self._recv(60.0, "tokenizing")
+                if got == rid:
+                    if kind == "error":
+                        raise GenerationError(f"{self.label}: {payload}")
+                    return int(payload)
+
+
+# -- loading -----------------------------------------------------------------------------
+_LOAD_LOCK = threading.Lock()
+
+
+def load_llama(model_path: str, params: dict):
+    """``llama_cpp.Llama(model_path, **params)``, where ``params`` may also hold
+    ``use_extra_bufts``.
+
+    llama.cpp's model parameters have ``use_extra_bufts`` (weight repacking into extra
+    CPU buffer types, AMX among them), but ``Llama`` offers no argument for it: it fills
+    ``llama_model_default_params()`` itself. So for the length of this one construction
+    that function hands back defaults with our value set; the lock keeps two loads in one
+    process from seeing each other's value.
+    """
+    params = dict(params)
+    extra = params.pop("use_extra_bufts", None)
+    import llama_cpp.llama_cpp as low
+    from llama_cpp import Llama
+
+    if extra is None:
+        return Llama(model_path=model_path, verbose=False, **params)
+    with _LOAD_LOCK:
+        original = low.llama_model_default_params
+
+        def defaults():
+            p = original()
+            p.use_extra_bufts = bool(extra)
+            return p
+
+        low.llama_model_default_params = defaults
+        try:
+            return Llama(model_path=model_path, verbose=False, **params)
+        finally:
+            low.llama_model_default_params = original
+
+
+# -- the child ---------------------------------------------------------------------------
+def serve(conn, model_path: str, params: dict) -> None:
+    """The child's loop: load the model, then answer requests until the pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    try:
+        llm = load_llama(model_path, params)
+    except BaseException as err:  # noqa: BLE001 - reported to the parent as one line
+        conn.send(("error", 0, f"{type(err).__name__}: {err}"[:500]))
+        return
+    conn.send(("ready", 0, {"n_ctx": llm.n_ctx()}))
+    while True:
+        try:
+            op, rid, payload = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        try:
+            if op == "close":
+                return
+            if op == "tokenize":
+                conn.send(("tokens", rid, len(llm.tokenize(payload.encode(), add_bos=False))))
+            elif op == "generate":
+                if not _generate(conn, llm, rid, payload):
+                    return
+        except (EOFError, OSError, BrokenPipeError):
+            return
+        except Exception as err:  # noqa: BLE001 - one request failed; the model is fine
+            conn.send(("error", rid, f"{type(err).__name__}: {err}"[:500]))
+
+
+def _generate(conn, llm, rid: int, req: dict) -> bool:
+    """Stream one completion; False when the parent went away meanwhile."""
+    if req.get("reset"):
+        llm.reset()
+    t0 = time.perf_counter()
+    first = None
+    out = 0
+    cancelled = False
+    chunks = llm.create_chat_completion(messages=req["messages"], max_tokens=req["max_tokens"],
+                                        temperature=req["temperature"], stream=True)
+    for chunk in chunks:
+        text = chunk["choices"][0]["delta"].get("content")
+        if text:
+            first = first or time.perf_counter()
+            out += 1
+            conn.send(("delta", rid, text))
+        if _cancel_requested(conn, rid):
+            cancelled = True
+            break
+    if cancelled:
+        chunks.close()
+    now = time.perf_counter()
+    conn.send(("usage", rid, {
+        # the context holds prompt + generated tokens once generation stops
+        "input_tokens": max(0, llm.n_tokens - out), "output_tokens": out,
+        "ttft_ms": ((first or now) - t0) * 1000, "total_ms": (now - t0) * 1000,
+        "cancelled": cancelled}))
+    return True
+
+
+def _cancel_requested(conn, rid: int) -> bool:
+    while conn.poll(0):
+        op, got, _ = conn.recv()  # EOFError here: the parent is gone, the loop ends
+        if op == "cancel" and got == rid:
+            return True
+        if op == "close":
+            raise EOFError
+    return False

@@ -1,0 +1,126 @@
+"""Local models run in a worker process: a kill -9 fails one answer, never the process
+that asked, and the next request is answered (real llama.cpp, the shipped 0.5B GGUF)."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from specrag import sources
+from specrag.generators.base import GenerationError, collect
+from specrag.generators.llamacpp import LlamaCppGenerator
+from specrag.generators.worker import WorkerDied, load_llama
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+
+MESSAGES = [{"role": "user", "content": "Count from one to thirty in words, with commas."}]
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    return sources.resolve("draft", make_settings(tmp_path_factory.mktemp("worker")))
+
+
+@pytest.fixture(scope="module")
+def gen(model_path):
+    g = LlamaCppGenerator(model_path=model_path, threads=2, role="draft").warm_up()
+    yield g
+    g.close()
+
+
+def test_generation_runs_in_a_child_process(gen):
+    text, usage = asyncio.run(collect(gen, MESSAGES, max_tokens=12))
+    assert gen.worker.pid is not None and gen.worker.pid != os.getpid()
+    assert "one" in text.lower() and usage.output_tokens > 0 and usage.input_tokens > 10
+    assert 0 < usage.ttft_ms <= usage.total_ms and not usage.cancelled
+
+
+def test_kill_9_mid_answer_fails_that_answer_and_the_next_one_works(gen):
+    restarts = gen.worker.restarts
+    got = []
+
+    async def kill_after_first_token():
+        async for item in gen.stream(MESSAGES, max_tokens=64):
+            if isinstance(item, str):
+                got.append(item)
+                if len(got) == 1:
+                    os.kill(gen.worker.pid, signal.SIGKILL)
+
+    with pytest.raises(WorkerDied, match="draft .*killed by SIGKILL while generating") as err:
+        asyncio.run(kill_after_first_token())
+    assert err.value.retryable and got  # it died mid-answer, after text had streamed
+    text, usage = asyncio.run(collect(gen, MESSAGES, max_tokens=8))
+    assert "one" in text.lower() and usage.output_tokens > 0
+    assert gen.worker.restarts == restarts + 1
+
+
+def test_a_stream_closed_early_leaves_the_worker_in_step(gen):
+    fresh, _ = asyncio.run(collect(gen, MESSAGES, max_tokens=8))
+
+    async def two_tokens_then_leave():
+        agen = gen.stream(MESSAGES, max_tokens=64)
+        n = 0
+        async for item in agen:
+            n += isinstance(item, str)
+            if n == 2:
+                break
+        await agen.aclose()
+
+    asyncio.run(two_tokens_then_leave())
+    # the next request gets its own answer, not the tail of the abandoned one
+    text, usage = asyncio.run(collect(gen, MESSAGES, max_tokens=8))
+    assert text == fresh and usage.output_tokens <= 8
+
+
+def test_a_file_that_is_no_model_fails_with_one_line(tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + os.urandom(2048))
+    gen = LlamaCppGenerator(model_path=bad, role="heavy")
+    with pytest.raises(GenerationError, match="heavy broken") as err:
+        gen.warm_up()
+    assert "\n" not in str(err.value) and gen.worker.pid is None
+
+
+def test_the_worker_ends_with_the_process_that_started_it(model_path):
+    script = ("import sys, time\n"
+              "from specrag.generators.llamacpp import LlamaCppGenerator\n"
+              f"g = LlamaCppGenerator(model_path={str(model_path)!r}, threads=1).warm_up()\n"
+              "print(g.worker.pid, flush=True)\n"
+              "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        assert _alive(child)
+        parent.kill()  # kill -9: no atexit, no cleanup code runs in the parent
+        parent.wait(10)
+        deadline = time.time() + 10
+        while _alive(child) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not _alive(child)
+    finally:
+        parent.kill()
+
+
+def test_extra_buffer_types_are_off_by_default_and_reach_llama_cpp(model_path):
+    import llama_cpp
+
+    assert LlamaCppGenerator(model_path=model_path).llama_params()["use_extra_bufts"] is False
+    llm = load_llama(str(model_path), {"n_ctx": 256, "use_extra_bufts": False})
+    assert llm.model_params.use_extra_bufts is False
+    # the library's own defaults are untouched afterwards
+    assert llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie is dead for our purpose
+        return fh.read().split(") ")[-1][0] != "Z"
