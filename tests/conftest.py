@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-               "GRADIO_ANALYTICS_ENABLED": "False", "ANONYMIZED_TELEMETRY": "False",
+               "ANONYMIZED_TELEMETRY": "False",
                "TOKENIZERS_PARALLELISM": "false"}.items():
     os.environ.setdefault(_k, _v)
 

@@ -124,6 +124,7 @@ def test_concurrent_chats_get_their_own_answers(app):
 def test_without_an_engine_the_real_one_is_built_on_the_first_question(tmp_path):
     from specrag.audit import Auditor
     from specrag.engine import SpeculativeRAG
+    from specrag.resilience.failover import FallbackGenerator
     from specrag.resilience.retry import RetryingGenerator
     from specrag.resilience.service import Service
 
@@ -134,8 +135,9 @@ def test_without_an_engine_the_real_one_is_built_on_the_first_question(tmp_path)
     service = engines.base()  # what the first question does before warming up
     assert isinstance(service, Service) and isinstance(service.engine, SpeculativeRAG)
     engine = service.engine  # resilient tiers, the audit, the app's retriever; nothing loaded
-    assert isinstance(engine.draft, RetryingGenerator) and isinstance(engine.heavy,
-                                                                      RetryingGenerator)
+    for tier in (engine.draft, engine.heavy):  # a chain (its breaker) of retried backends
+        assert isinstance(tier, FallbackGenerator)
+        assert all(isinstance(m, RetryingGenerator) for m in tier.members)
     assert isinstance(engine.auditor, Auditor) and engine.retriever is engines._retriever
     assert not engine._warm and not engines.warm
     assert engines.base() is service  # one engine for every session
