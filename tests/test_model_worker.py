@@ -107,6 +107,23 @@ def test_the_worker_ends_with_the_process_that_started_it(model_path):
         parent.kill()
 
 
+def test_a_script_without_a_main_guard_runs_its_body_once(model_path, tmp_path):
+    # the README's three-line scripts have no ``if __name__ == "__main__"``: the worker
+    # must not re-run the user's script the way multiprocessing's spawn does
+    script = tmp_path / "ask.py"
+    script.write_text("import asyncio\n"
+                      "from specrag.generators.base import collect\n"
+                      "from specrag.generators.llamacpp import LlamaCppGenerator\n"
+                      "print('body ran', flush=True)\n"
+                      f"g = LlamaCppGenerator(model_path={str(model_path)!r}, threads=1)\n"
+                      "msgs = [{'role': 'user', 'content': 'Say hello.'}]\n"
+                      "print(repr(asyncio.run(collect(g, msgs, max_tokens=4))[0]))\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("body ran") == 1 and out.stdout.splitlines()[-1] != "''"
+
+
 def test_extra_buffer_types_are_off_by_default_and_reach_llama_cpp(model_path):
     import llama_cpp
 

@@ -3,8 +3,12 @@
 llama.cpp is C++: a bad build, an unlucky CPU path (the AMX weight-repacking fault on
 some virtualised Intel hosts), a GGUF a user points at, or the kernel's OOM killer can
 end the process that runs it. ``ModelWorker`` keeps that process separate from the web
-server: a child started with ``spawn`` (no forked copy of the parent's threads, locks or
-Gradio state) loads the model once and answers requests over a ``multiprocessing`` pipe.
+server: a fresh interpreter (``python -m specrag.generators.worker FD``) loads the model
+once and answers requests over a socket pair wrapped in a ``multiprocessing``
+``Connection``. Not ``multiprocessing``'s ``spawn``: that re-runs the parent's main
+script in the child, so a user's three-line script without an ``if __name__ ==
+"__main__"`` guard would start the whole pipeline again in every worker. Not ``fork``
+either: a forked copy of a threaded web server can inherit held locks.
 
 - ``generate(request, stop)`` is a blocking iterator of ``("delta", text)`` items ending
   with one ``("usage", dict)``; setting ``stop`` sends a cancel, and the child stops
@@ -24,11 +28,16 @@ from __future__ import annotations
 
 import itertools
 import logging
-import multiprocessing as mp
+import os
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 import weakref
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Iterator
 
 from .base import GenerationError
@@ -85,7 +94,10 @@ class ModelWorker:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
+        return self._proc.pid if self._alive() else None
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> "ModelWorker":
         """Start the child and wait until its model is loaded (idempotent)."""
@@ -94,19 +106,23 @@ class ModelWorker:
         return self
 
     def _ensure(self) -> None:
-        if self._proc is not None and self._proc.is_alive():
+        if self._alive():
             return
         if self._proc is not None:
             self._reap()
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe(duplex=True)
-        proc = ctx.Process(target=serve, args=(child, self.model_path, self.params),
-                           name=f"specrag-model-{self.label}", daemon=True)
+        mine, theirs = socket.socketpair()
         t0 = time.perf_counter()
-        proc.start()
+        # the child imports this very copy of specrag, installed or not
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+        proc = subprocess.Popen([sys.executable, "-m", "specrag.generators.worker",
+                                 str(theirs.fileno())], pass_fds=[theirs.fileno()],
+                                stdin=subprocess.DEVNULL, env=env)
         self.starts += 1
-        child.close()  # only the child holds its end now: its death reads as EOF here
-        self._proc, self._conn = proc, parent
+        theirs.close()  # only the child holds its end now: its death reads as EOF here
+        self._proc, self._conn = proc, Connection(mine.detach())
+        self._send(("load", 0, {"model_path": self.model_path, "params": self.params}))
         try:
             kind, _, info = self._recv(self.start_timeout_s, "loading")
         except WorkerDied:
@@ -124,9 +140,12 @@ class ModelWorker:
         if conn is not None:
             conn.close()
         if proc is not None:
-            if proc.is_alive():
+            if proc.poll() is None:
                 proc.kill()
-            proc.join(5)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                log.warning("model worker %s (pid %s) did not exit", self.label, proc.pid)
 
     def close(self) -> None:
         with self._lock:
@@ -136,7 +155,10 @@ class ModelWorker:
                 except OSError:
                     pass
             if self._proc is not None:
-                self._proc.join(2)
+                try:
+                    self._proc.wait(2)
+                except subprocess.TimeoutExpired:
+                    pass
             self._reap()
 
     # -- talking to the child -----------------------------------------------------------
@@ -149,13 +171,16 @@ class ModelWorker:
             except (EOFError, OSError):
                 pass  # the child closed its end: it is gone or going
             else:
-                if self._proc.is_alive():
+                if self._proc.poll() is None:
                     if deadline is not None and time.monotonic() > deadline:
                         self._proc.kill()
                     else:
                         continue
-            self._proc.join(5)
-            why = describe_exit(self._proc.exitcode)
+            try:
+                code = self._proc.wait(5)
+            except subprocess.TimeoutExpired:
+                code = None
+            why = describe_exit(code)
             self._reap()
             raise WorkerDied(f"the local model process ({self.label}) {why} while {doing}; "
                              "it restarts for the next question")
@@ -259,11 +284,15 @@ def load_llama(model_path: str, params: dict):
 
 
 # -- the child ---------------------------------------------------------------------------
-def serve(conn, model_path: str, params: dict) -> None:
+def serve(conn) -> None:
     """The child's loop: load the model, then answer requests until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     try:
-        llm = load_llama(model_path, params)
+        _, _, spec = conn.recv()
+    except (EOFError, OSError):
+        return  # the parent went away before it said what to load
+    try:
+        llm = load_llama(spec["model_path"], spec["params"])
     except BaseException as err:  # noqa: BLE001 - reported to the parent as one line
         conn.send(("error", 0, f"{type(err).__name__}: {err}"[:500]))
         return
@@ -325,3 +354,7 @@ def _cancel_requested(conn, rid: int) -> bool:
         if op == "close":
             raise EOFError
     return False
+
+
+if __name__ == "__main__":  # the worker: ``python -m specrag.generators.worker FD``
+    serve(Connection(int(sys.argv[1])))
