@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -76,6 +77,38 @@ def test_a_stream_closed_early_leaves_the_worker_in_step(gen):
     # the next request gets its own answer, not the tail of the abandoned one
     text, usage = asyncio.run(collect(gen, MESSAGES, max_tokens=8))
     assert text == fresh and usage.output_tokens <= 8
+
+
+def test_a_worker_killed_mid_answer_fails_over_along_the_chain(tmp_path):
+    from specrag.mockapi import MockAPI
+    from specrag.resilience.chains import tier_from_settings
+
+    with MockAPI() as backup:
+        # "buffer": each try's text is held until it finishes, so another backend may
+        # take over mid-answer (under "resume" it would have to repeat the same words)
+        s = make_settings(tmp_path, **{
+            "models.heavy": "manifest:qwen2.5-coder-0.5b-instruct",
+            "resilience.heavy_chain": ["llama-cpp", f"openai:backup@{backup.url}/v1"],
+            "resilience.after_first_token": "buffer"})
+        heavy = tier_from_settings("heavy", s).warm_up()
+        worker = heavy.members[0].inner._inner.worker  # the chain's llama.cpp entry
+
+        def kill_mid_answer():
+            while not worker.busy:
+                time.sleep(0.01)
+            time.sleep(0.3)
+            os.kill(worker.pid, signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_mid_answer, daemon=True)
+        killer.start()
+        text, usage = asyncio.run(collect(heavy, MESSAGES, max_tokens=64))
+        killer.join(5)
+        worker.close()
+    assert text and usage.backend == "openai" and backup.requests  # the backup answered
+    first, second = usage.attempts
+    assert first.backend == "llama-cpp" and "killed by SIGKILL" in first.error
+    assert second.backend == "openai" and second.outcome == "ok"
+    assert heavy.breakers[0].consecutive_failures == 1
 
 
 def test_a_file_that_is_no_model_fails_with_one_line(tmp_path):
