@@ -25,13 +25,13 @@ def add_parser(sub) -> None:
 
 
 def main(args, settings) -> int:
-    from .resilience.service import Service
+    from .pipeline.build import build_service
 
     if bool(args.question) == bool(args.questions):
         print("specrag: error: give a question or --questions FILE", file=sys.stderr)
         return 2
     # the Service adds retries/failover, the ledger, budgets and tracing around the engine
-    engine = Service(settings)
+    engine = build_service(settings)
     if args.questions:
         with open(args.questions, encoding="utf-8") as fh:
             questions = [q.strip() for q in fh if q.strip()]

@@ -54,12 +54,10 @@ class SpeculativeRAG:
         from .generators.factory import from_settings
         from .verifier import Verifier
 
-        v = self.settings.verify
         s = self.settings  # security: third-party backends only ever see PII placeholders
         self.draft = redacting.wrap(self.draft or from_settings("draft", s), s)
         self.heavy = redacting.wrap(self.heavy or from_settings("heavy", s), s)
-        self.verifier = self.verifier or Verifier(self.settings, aggregate=v.aggregate,
-                                                  per_sentence=v.per_sentence or None)
+        self.verifier = self.verifier or Verifier.from_settings(s)
         self.reranker = self.reranker or CrossEncoder(self.settings, "reranker")
         for part in (self.retriever, self.draft, self.heavy, self.verifier, self.reranker):
             part.warm_up()

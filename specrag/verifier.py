@@ -167,6 +167,15 @@ class Verifier:
                                else evidence_words)
         self.head = None  # GroundingHead, False when the model has none
 
+    @classmethod
+    def from_settings(cls, settings, scorer=None) -> "Verifier":
+        """The verifier exactly as serving uses it: every ``verify.*`` setting applied.
+        Calibration and the benchmarks build theirs here too, so a threshold is chosen
+        on the scores that serving will compute."""
+        v = settings.verify
+        return cls(settings, scorer=scorer, aggregate=v.aggregate, threshold=v.threshold,
+                   per_sentence=v.per_sentence or None, evidence_words=v.evidence_words)
+
     def warm_up(self) -> "Verifier":
         if self.scorer is None:
             from .crossencoder import CrossEncoder

@@ -40,9 +40,7 @@ def run(run_dir: str | Path, settings: Settings, out: str | Path | None = None,
     old = json.loads((run_dir / "e2e.json").read_text())["meta"] if (run_dir / "e2e.json").exists() else {}
     s = settings.with_values(data_dir=str(run_dir / "data"), cache_dir=str(settings.cache_path))
     retriever = Retriever(s, embedder=embedder).warm_up()
-    v = s.verify
-    verifier = (verifier or Verifier(s, aggregate=v.aggregate,
-                                     per_sentence=v.per_sentence or None)).warm_up()
+    verifier = (verifier or Verifier.from_settings(s)).warm_up()  # as served
     drafts = [r for r in rows if r["policy"] == "draft-only" and r.get("draft")]
     verify_ms = []
     for r in tqdm(drafts, desc="reverify", unit="draft", disable=not progress):

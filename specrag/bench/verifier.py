@@ -89,7 +89,7 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
     threshold = settings.verify.threshold
     pairs = data.sample(data.verifier_pairs(settings, seed), "test", {s: n for s in SOURCES}, seed)
     pairs += data.nli_checks(settings)  # [] without pyarrow
-    verifier = Verifier(settings, scorer=int8).warm_up()
+    verifier = Verifier.from_settings(settings, scorer=int8).warm_up()  # as served
     scores = draft_scores(verifier, pairs, progress)
     # the classifier alone on each labelled pair (claim whole, premise cut as in serving)
     words = settings.verify.evidence_words

@@ -1,7 +1,7 @@
 """The front door for answering questions: admission, budgets, ledger, tracing, failover.
 
-``Service(settings)`` assembles the speculative engine with resilient tiers
-(``chains.tier_from_settings``), the SQLite ``Ledger`` and OpenTelemetry
+``Service(settings)`` assembles the speculative engine of ``pipeline.build`` (resilient
+tiers, verifier, reranker, audit), the SQLite ``Ledger`` and OpenTelemetry
 (``instrument``). ``astream(question, session=..., collection=...)`` has the engine's
 signature plus ``session``, so the app and the CLI can use either:
 
@@ -22,7 +22,6 @@ import asyncio
 import logging
 
 from .budget import Budget, BudgetDecision, BudgetExceeded
-from .chains import tier_from_settings
 from .concurrency import AdmissionGate, BusyError, isolated
 from .instrument import instrument
 from .ledger import Ledger, scope
@@ -47,11 +46,10 @@ class Service:
         if self._assembled:
             return self
         s = self.settings
-        if self.engine is None:
-            from ..engine import SpeculativeRAG
+        if self.engine is None:  # the same engine the app serves, audit included
+            from ..pipeline.build import build_engine
 
-            self.engine = SpeculativeRAG(s, draft=tier_from_settings("draft", s),
-                                         heavy=tier_from_settings("heavy", s))
+            self.engine = build_engine(s)
         if self.ledger is None and s.budget.ledger:
             self.ledger = Ledger.from_settings(s)
         self.telemetry = self.telemetry or Telemetry(s)

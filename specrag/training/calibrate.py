@@ -59,10 +59,10 @@ def choose_threshold(scores, labels, target_precision: float = 0.95,
 
 def calibrate(settings: Settings, target_precision: float = 0.95, n_per_source: int = 400,
               seed: int = 0, verifier=None, progress: bool = True) -> dict:
-    from ..verifier import Verifier
+    from ..pipeline.build import build_verifier
     from . import data
 
-    verifier = verifier or Verifier(settings)
+    verifier = verifier or build_verifier(settings)  # the one serving uses
     pairs = data.sample(data.verifier_pairs(settings, seed, CALIBRATION_SOURCES), "dev",
                         {s: n_per_source for s in CALIBRATION_SOURCES}, seed)
     scores = draft_scores(verifier, pairs, progress)

@@ -1,8 +1,8 @@
 """The engine every session shares, and what each browser session keeps for itself.
 
-- ``Engines`` holds the one engine of the app: by default a resilient ``Service``
-  (admission gate, budgets, usage ledger, tracing) around a ``SpeculativeRAG`` with the
-  failover tiers of ``resilience.chains`` and the quality ``Auditor``; tests inject a
+- ``Engines`` holds the one engine of the app: by default the ``Service`` of the
+  composition root ``pipeline.build`` (admission gate, budgets, usage ledger, tracing,
+  failover tiers, the quality ``Auditor``); tests inject a
   ``SpeculativeRAG`` or a ``Service`` of fakes. It is built on first use and warmed on
   the first question (models load then, not at import or startup, so the app starts
   fast), under a lock so two first questions do not load the models twice. When a
@@ -58,16 +58,12 @@ class Options:
 
 
 def build_service(settings, retriever=None) -> Service:
-    """The app's engine: resilient tiers, the ledger, budgets, admission and the audit.
+    """The app's engine, from the one composition root (``pipeline.build``): resilient
+    tiers, the ledger, budgets, admission and the audit. Cheap: nothing loads until
+    ``warm_up``."""
+    from ..pipeline.build import build_service as build
 
-    Cheap: nothing is loaded until ``warm_up``."""
-    from ..audit import Auditor
-    from ..resilience.chains import tier_from_settings
-
-    s = settings
-    engine = SpeculativeRAG(s, retriever=retriever, draft=tier_from_settings("draft", s),
-                            heavy=tier_from_settings("heavy", s), auditor=Auditor(s))
-    return Service(s, engine=engine)
+    return build(settings, retriever=retriever)
 
 
 def inner_engine(engine):

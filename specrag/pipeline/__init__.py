@@ -1,0 +1,1 @@
+"""Putting the pipeline together: ``build`` is the one place that turns settings into it."""

@@ -1,0 +1,49 @@
+"""The one composition root: ``Settings`` in, the running pipeline out.
+
+- ``build_verifier(settings)``: the verifier with every ``verify.*`` setting, the very
+  one serving uses (calibration and the benchmarks take theirs from here).
+- ``build_engine(settings, retriever=None, audit=True)``: a ``SpeculativeRAG`` with both
+  tiers as resilient chains (``resilience.chains``: retries, failover, breakers, the
+  local model workers), the verifier, the reranker and, with ``audit``, the quality
+  ``Auditor``, which scores its samples with the engine's own verifier and reranker
+  instead of loading a second copy.
+- ``build_service(settings, retriever=None, audit=True)``: the ``Service`` around that
+  engine (admission gate, budgets, the usage ledger, tracing).
+
+The app (``ui.session``), ``specrag ask``, ``bench e2e``, ``bench concurrency`` and
+``specrag calibrate`` all come through here, so what is measured is what is served.
+Building is cheap: nothing loads until ``warm_up()``.
+
+Deliberately not here: what each part does, and loading (each part's ``warm_up``).
+"""
+
+from __future__ import annotations
+
+from ..settings import Settings
+
+
+def build_verifier(settings: Settings, scorer=None):
+    from ..verifier import Verifier
+
+    return Verifier.from_settings(settings, scorer=scorer)
+
+
+def build_engine(settings: Settings, *, retriever=None, audit: bool = True):
+    from ..audit import Auditor
+    from ..crossencoder import CrossEncoder
+    from ..engine import SpeculativeRAG
+    from ..resilience.chains import tier_from_settings
+
+    s = settings
+    verifier = build_verifier(s)
+    reranker = CrossEncoder(s, "reranker")
+    auditor = Auditor(s, verifier=verifier, reranker=reranker) if audit else None
+    return SpeculativeRAG(s, retriever=retriever, draft=tier_from_settings("draft", s),
+                          heavy=tier_from_settings("heavy", s), verifier=verifier,
+                          reranker=reranker, auditor=auditor)
+
+
+def build_service(settings: Settings, *, retriever=None, audit: bool = True):
+    from ..resilience.service import Service
+
+    return Service(settings, engine=build_engine(settings, retriever=retriever, audit=audit))
