@@ -98,6 +98,9 @@ class GenerationSettings:
     # llama.cpp's extra CPU buffer types (AMX/AArch64 weight repacking); off: the AMX path
     # faults on some virtualised Intel hosts and is no faster for this decoding
     extra_bufts: bool = False
+    # more options per backend, checked against its parameters: {"transformers": {"load_in":
+    # "8bit", "device": "cpu"}, "llama-cpp": {"n_ctx": 8192}, "openai": {"timeout_s": 30}}
+    options: dict = field(default_factory=dict)
     prices: dict = field(default_factory=lambda: {
         "claude-opus-4-1": [15.0, 75.0], "claude-sonnet-4-5": [3.0, 15.0],
         "claude-haiku-4-5": [1.0, 5.0]})  # USD per million tokens [input, output]

@@ -26,7 +26,7 @@ class AnthropicGenerator:
     name = "anthropic"
 
     def __init__(self, model: str = "claude-sonnet-4-5", api_key_env: str = "ANTHROPIC_API_KEY",
-                 base_url: str | None = None, timeout_s: float = 60.0, **_):
+                 base_url: str | None = None, timeout_s: float = 60.0):
         self.model = model or "claude-sonnet-4-5"
         self.api_key_env = api_key_env
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None

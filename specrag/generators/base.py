@@ -66,15 +66,33 @@ def register(name: str):
     return deco
 
 
-def make_generator(spec: str, **options) -> Generator:
-    """``"backend:model"`` (e.g. ``"anthropic:claude-sonnet-4-5"``) -> a generator."""
+def _factory(backend: str, spec: str = "") -> Callable[..., Generator]:
     from . import anthropic_backend, fake, llamacpp, openai_compat, transformers_backend  # noqa: F401
 
-    backend, _, model = spec.partition(":")
     if backend not in _REGISTRY:
-        raise ValueError(f"unknown generator backend '{backend}' in '{spec}'; "
+        raise ValueError(f"unknown generator backend '{backend}' in '{spec or backend}'; "
                          f"known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[backend](model=model, **options)
+    return _REGISTRY[backend]
+
+
+def check_options(backend: str, options: dict) -> None:
+    """Raise ``ValueError`` naming any option the backend does not take (none is dropped)."""
+    import inspect
+
+    accepted = [n for n in inspect.signature(_factory(backend)).parameters if n != "model"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ValueError(f"generator backend '{backend}' has no option "
+                         f"{', '.join(repr(u) for u in unknown)}; it takes: {', '.join(accepted)}")
+
+
+def make_generator(spec: str, **options) -> Generator:
+    """``"backend:model"`` (e.g. ``"anthropic:claude-sonnet-4-5"``) -> a generator; every
+    option is one of the backend's own parameters (``check_options``)."""
+    backend, _, model = spec.partition(":")
+    factory = _factory(backend, spec)
+    check_options(backend, options)
+    return factory(model=model, **options)
 
 
 async def collect(gen: Generator, messages: list[Message], **kw) -> tuple[str, Usage]:

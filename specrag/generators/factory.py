@@ -4,6 +4,9 @@
 file comes from ``models.ROLE`` through ``sources``) or ``BACKEND:MODEL`` for remote ones
 (``anthropic:claude-sonnet-4-5``, ``openai:qwen2.5-7b``). Resolution of a local model
 happens in ``warm_up`` of the returned generator, not here, so building is instant.
+Options a backend takes beyond these (``load_in: 8bit`` for transformers, ``n_ctx`` for
+llama.cpp, ``timeout_s`` for a remote API) come from ``generation.options``, keyed by
+backend name, and are checked against the backend's own parameters.
 
 Deliberately not here: retries and failover chains (resilience issue).
 """
@@ -12,9 +15,23 @@ from __future__ import annotations
 
 from .. import sources
 from ..settings import Settings
-from .base import Generator, make_generator
+from .base import Generator, check_options, make_generator
 
 LOCAL = ("llama-cpp", "transformers")
+
+
+def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
+    """What a backend gets from settings: the ``generation.*`` values it takes, then
+    ``generation.options[BACKEND]`` over them. Checked here, so a misspelt option is an
+    error at start-up that names it, not a setting silently ignored."""
+    g = settings.generation
+    options: dict = {}
+    if backend == "llama-cpp":
+        options = {"threads": g.threads or None, "prompt_cache": g.prompt_cache,
+                   "isolation": g.local_isolation, "extra_bufts": g.extra_bufts, "role": role}
+    options.update((g.options or {}).get(backend, {}))
+    check_options(backend, {**options, **({"model_path": ""} if backend in LOCAL else {})})
+    return options
 
 
 class _Lazy:
@@ -23,17 +40,17 @@ class _Lazy:
     def __init__(self, role: str, backend: str, settings: Settings):
         self.role, self.name, self.settings = role, backend, settings
         self.model = sources.source_for(role, settings).rsplit("/", 1)[-1].split("#")[0]
+        self.options = backend_options(backend, settings, role)
         self._inner: Generator | None = None
+
+    def build(self) -> Generator:
+        """The backend itself, its model file resolved, nothing loaded."""
+        path = sources.resolve(self.role, self.settings)
+        return make_generator(f"{self.name}:{path.stem}", model_path=path, **self.options)
 
     def warm_up(self):
         if self._inner is None:
-            path = sources.resolve(self.role, self.settings)
-            g = self.settings.generation
-            options = {"threads": g.threads or None, "prompt_cache": g.prompt_cache}
-            if self.name == "llama-cpp":
-                options.update(isolation=g.local_isolation, extra_bufts=g.extra_bufts,
-                               role=self.role)
-            inner = make_generator(f"{self.name}:{path.stem}", model_path=path, **options)
+            inner = self.build()
             inner.warm_up()
             self._inner, self.model = inner, inner.model
         return self
@@ -49,9 +66,10 @@ def from_settings(role: str, settings: Settings) -> Generator:
     g = settings.generation
     if backend in LOCAL and not model:
         return _Lazy(role, backend, settings)
+    options = {}
     if backend == "anthropic":
-        return make_generator(spec, api_key_env=settings.anthropic_api_key_env,
-                              base_url=g.anthropic_base_url or None)
-    if backend == "openai":
-        return make_generator(spec, base_url=g.openai_base_url, api_key_env=g.openai_api_key_env)
-    return make_generator(spec)
+        options = {"api_key_env": settings.anthropic_api_key_env,
+                   "base_url": g.anthropic_base_url or None}
+    elif backend == "openai":
+        options = {"base_url": g.openai_base_url, "api_key_env": g.openai_api_key_env}
+    return make_generator(spec, **{**options, **backend_options(backend, settings, role)})

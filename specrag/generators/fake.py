@@ -18,7 +18,7 @@ class FakeGenerator:
     name = "fake"
 
     def __init__(self, model: str = "fake", replies: list[str] | None = None,
-                 delay_s: float = 0.0, fail_with: Exception | None = None, **_):
+                 delay_s: float = 0.0, fail_with: Exception | None = None):
         self.model = model or "fake"
         self.replies = list(replies or ["The documents do not say."])
         self.delay_s = delay_s

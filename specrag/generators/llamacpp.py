@@ -39,7 +39,7 @@ class LlamaCppGenerator:
 
     def __init__(self, model: str = "", model_path: str | os.PathLike | None = None,
                  n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True,
-                 isolation: str = "process", extra_bufts: bool = False, role: str = "", **_):
+                 isolation: str = "process", extra_bufts: bool = False, role: str = ""):
         if isolation not in ISOLATION:
             raise ValueError(f"llama-cpp isolation must be one of {', '.join(ISOLATION)}, "
                              f"got '{isolation}'")

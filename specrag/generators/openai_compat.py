@@ -24,7 +24,7 @@ class OpenAICompatGenerator:
     name = "openai"
 
     def __init__(self, model: str = "", base_url: str = "http://127.0.0.1:8000/v1",
-                 api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0, **_):
+                 api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0):
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env

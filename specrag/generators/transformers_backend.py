@@ -16,43 +16,56 @@ import threading
 from .base import Timer, Usage, register, stream_from_thread
 
 
+LOAD_IN = ("", "8bit", "4bit")
+DTYPES = ("auto", "bf16", "fp32")
+
+
 @register("transformers")
 class TransformersGenerator:
     name = "transformers"
 
     def __init__(self, model: str = "", model_path: str | None = None, device: str = "auto",
-                 load_in: str = "", dtype: str = "auto", **_):
+                 load_in: str = "", dtype: str = "auto"):
+        if load_in not in LOAD_IN:
+            raise ValueError(f"transformers load_in must be one of {LOAD_IN}, got '{load_in}'")
+        if dtype not in DTYPES:
+            raise ValueError(f"transformers dtype must be one of {DTYPES}, got '{dtype}'")
         self.model = model
         self.model_path = str(model_path or model)
         self.device = device
-        self.load_in = load_in  # "", "8bit" or "4bit"
+        self.load_in = load_in  # "", "8bit" or "4bit" (bitsandbytes)
         self.dtype = dtype
         self._model = None
         self._tok = None
         self._lock = threading.Lock()
 
+    def load_kwargs(self) -> dict:
+        """Keyword arguments of ``AutoModelForCausalLM.from_pretrained`` for these options."""
+        import torch
+
+        kwargs = {"dtype": {"auto": "auto", "bf16": torch.bfloat16,
+                            "fp32": torch.float32}[self.dtype]}
+        if self.load_in:
+            try:
+                from transformers import BitsAndBytesConfig
+            except ImportError as err:  # pragma: no cover
+                raise ImportError("8/4-bit loading needs: pip install bitsandbytes") from err
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_8bit=self.load_in == "8bit", load_in_4bit=self.load_in == "4bit")
+        if self.device == "auto":
+            kwargs["device_map"] = "auto" if torch.cuda.is_available() else "cpu"
+        else:
+            kwargs["device_map"] = self.device
+        return kwargs
+
     def warm_up(self) -> "TransformersGenerator":
         with self._lock:
             if self._model is None:
-                import torch
                 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-                kwargs = {}
-                if self.load_in:
-                    try:
-                        from transformers import BitsAndBytesConfig
-                    except ImportError as err:  # pragma: no cover
-                        raise ImportError("8/4-bit loading needs: pip install bitsandbytes") from err
-                    kwargs["quantization_config"] = BitsAndBytesConfig(
-                        load_in_8bit=self.load_in == "8bit", load_in_4bit=self.load_in == "4bit")
-                if self.device == "auto":
-                    kwargs["device_map"] = "auto" if torch.cuda.is_available() else "cpu"
-                else:
-                    kwargs["device_map"] = self.device
-                dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp32": torch.float32}[self.dtype]
                 self._tok = AutoTokenizer.from_pretrained(self.model_path)
-                self._model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype,
-                                                                   **kwargs).eval()
+                self._model = AutoModelForCausalLM.from_pretrained(
+                    self.model_path, **self.load_kwargs()).eval()
         return self
 
     async def stream(self, messages, *, max_tokens: int = 256, temperature: float = 0.0):

@@ -1,0 +1,44 @@
+"""Every backend option is reachable from settings (``generation.options``) and checked:
+an option a backend does not take is an error that names it, never silently dropped."""
+
+import pytest
+
+from specrag.generators.base import check_options, make_generator
+from specrag.generators.factory import from_settings
+from specrag.resilience.chains import tier_from_settings
+from tests.conftest import make_settings
+
+
+def test_an_unknown_option_is_an_error_naming_it(tmp_path):
+    s = make_settings(tmp_path, **{"generation.options": {"llama-cpp": {"n_ctxx": 8192}}})
+    with pytest.raises(ValueError, match=r"'llama-cpp' has no option 'n_ctxx'; it takes: .*n_ctx"):
+        from_settings("draft", s)
+    with pytest.raises(ValueError, match="has no option 'retries'"):
+        make_generator("openai:m", retries=3)
+    check_options("openai", {"timeout_s": 3})  # a real one passes
+
+
+def test_load_in_8bit_reaches_the_transformers_loading_call(tmp_path):
+    model_dir = tmp_path / "my-model"
+    model_dir.mkdir()
+    s = make_settings(tmp_path, **{
+        "generation.draft": "transformers", "models.draft": str(model_dir),
+        "generation.options": {"transformers": {"load_in": "8bit", "device": "cpu"}}})
+    gen = from_settings("draft", s).build()  # the backend, nothing loaded
+    assert gen.name == "transformers" and gen.model_path == str(model_dir)
+    kwargs = gen.load_kwargs()  # what from_pretrained receives
+    assert kwargs["quantization_config"].load_in_8bit is True
+    assert kwargs["quantization_config"].load_in_4bit is False and kwargs["device_map"] == "cpu"
+    with pytest.raises(ValueError, match="load_in must be one of"):
+        make_generator("transformers:x", load_in="3bit")
+
+
+def test_llama_cpp_and_remote_options_reach_their_backends(tmp_path):
+    s = make_settings(tmp_path, **{
+        "generation.heavy": "openai:backup", "generation.threads": 1,
+        "generation.options": {"llama-cpp": {"n_ctx": 2048}, "openai": {"timeout_s": 7.5}}})
+    draft = from_settings("draft", s)
+    assert draft.options["n_ctx"] == 2048 and draft.options["threads"] == 1
+    assert draft.options["role"] == "draft" and draft.options["isolation"] == "process"
+    heavy = tier_from_settings("heavy", s).members[0].inner  # chain -> retries -> backend
+    assert heavy.name == "openai" and heavy.timeout_s == 7.5
