@@ -32,7 +32,7 @@ from .prompts import NOT_FOUND, build_messages, cited_numbers
 from .retrieval import Retriever
 from .security import access, redacting, sanitize
 from .settings import Settings
-from .types import Hit, SpecragError
+from .types import Hit, SpecragError, one_line
 
 
 class SpeculativeRAG:
@@ -122,7 +122,7 @@ class SpeculativeRAG:
                 # heavy tier answers, unless the user asked for the draft alone
                 if policy == "draft-only":
                     raise
-                run.draft_error = _one_line(err)
+                run.draft_error = one_line(err)
                 yield StageEvent("draft_failed", clock(), text=run.draft_error)
                 async for ev in run.heavy_phase():
                     yield ev
@@ -296,11 +296,6 @@ class _Run:
         tokens_out = self.draft.usage.output_tokens if self.draft and self.draft.usage else 0
         return costs.estimate(getattr(self.e.heavy, "name", ""), getattr(self.e.heavy, "model", ""),
                               tokens_in, tokens_out, prices)
-
-
-def _one_line(err: Exception) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[0][:300] if lines else type(err).__name__
 
 
 async def _drain(queue: asyncio.Queue, task: asyncio.Task):

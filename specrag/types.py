@@ -15,6 +15,12 @@ class SpecragError(Exception):
     """Base class for errors that carry a one-line, user-facing reason."""
 
 
+def one_line(err: BaseException) -> str:
+    """An error's first line, for a user to read (its type when it has no text)."""
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
 class IngestError(SpecragError):
     """A file could not be ingested; ``str(err)`` is the one-line reason."""
 

@@ -11,7 +11,6 @@ Deliberately not here: answer quality (``bench e2e``).
 
 from __future__ import annotations
 
-import sys
 import time
 
 from ..prompts import build_messages

@@ -60,16 +60,22 @@ class _Lazy:
         return self._inner.stream(messages, **kw)
 
 
+def remote_options(backend: str, settings: Settings, url: str | None = None) -> dict:
+    """Where a remote backend is and which variable holds its key (``url`` overrides the
+    configured base URL, for pools of endpoints)."""
+    g = settings.generation
+    if backend == "anthropic":
+        return {"api_key_env": settings.anthropic_api_key_env,
+                "base_url": url or g.anthropic_base_url or None}
+    if backend == "openai":
+        return {"base_url": url or g.openai_base_url, "api_key_env": g.openai_api_key_env}
+    return {}
+
+
 def from_settings(role: str, settings: Settings) -> Generator:
     spec = getattr(settings.generation, role)
     backend, _, model = spec.partition(":")
-    g = settings.generation
     if backend in LOCAL and not model:
         return _Lazy(role, backend, settings)
-    options = {}
-    if backend == "anthropic":
-        options = {"api_key_env": settings.anthropic_api_key_env,
-                   "base_url": g.anthropic_base_url or None}
-    elif backend == "openai":
-        options = {"base_url": g.openai_base_url, "api_key_env": g.openai_api_key_env}
-    return make_generator(spec, **{**options, **backend_options(backend, settings, role)})
+    return make_generator(spec, **{**remote_options(backend, settings),
+                                   **backend_options(backend, settings, role)})

@@ -61,19 +61,15 @@ def chain_specs(role: str, settings: Settings) -> list[str]:
 
 def _endpoint(role: str, entry: Entry, url: str | None, settings: Settings):
     """One raw backend generator."""
-    from ..generators.factory import backend_options, from_settings
+    from ..generators.factory import backend_options, from_settings, remote_options
 
-    g, r = settings.generation, settings.resilience
+    r = settings.resilience
     if entry.backend in LOCAL and not entry.model:
         return from_settings(role, settings.with_values(**{f"generation.{role}": entry.backend}))
-    options = {}
-    if entry.backend == "anthropic":
-        options = {"api_key_env": settings.anthropic_api_key_env,
-                   "base_url": url or g.anthropic_base_url or None,
-                   "timeout_s": _http_timeout(r, "anthropic")}
-    elif entry.backend == "openai":
-        options = {"base_url": url or g.openai_base_url, "api_key_env": g.openai_api_key_env,
-                   "timeout_s": _http_timeout(r, "httpx")}
+    options = remote_options(entry.backend, settings, url)
+    if entry.backend in ("anthropic", "openai"):  # the SDK brings its own httpx
+        options["timeout_s"] = _http_timeout(r, "anthropic" if entry.backend == "anthropic"
+                                             else "httpx")
     return make_generator(f"{entry.backend}:{entry.model}",
                           **{**options, **backend_options(entry.backend, settings, role)})
 

@@ -41,7 +41,7 @@ from ..retrieval import Retriever
 from ..security.access import PermissionDenied
 from ..settings import Settings
 from ..store import Store
-from ..types import SpecragError
+from ..types import SpecragError, one_line
 from . import charts, documents, metrics, panel, search
 from .auth import gradio_auth, principal_from_request
 from .chat import Turn
@@ -97,11 +97,6 @@ def _retriever_of(engine) -> Retriever | None:
     return retriever if isinstance(retriever, Retriever) else None
 
 
-def _one_line(err: Exception) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
-
-
 def build(settings: Settings | None = None, engine=None, sample: bool = True):
     import gradio as gr
 
@@ -151,7 +146,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
             async for t in follow(events, turn):
                 yield session.html(t), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         except SpecragError as err:  # e.g. BusyError, BudgetExceeded, PermissionDenied
-            turn.error = _one_line(err)
+            turn.error = one_line(err)
         except Exception as err:  # noqa: BLE001 - shown in the turn; the session goes on
             log.exception("answering %r failed", question)
             turn.error = f"Something went wrong: {type(err).__name__}: {str(err)[:300]}"
@@ -174,7 +169,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
                                    principal=me):
                 answer = ev.answer if ev.kind == "final" else answer
         except SpecragError as err:  # e.g. BusyError, BudgetExceeded, PermissionDenied
-            raise gr.Error(_one_line(err)) from None
+            raise gr.Error(one_line(err)) from None
         return answer.to_dict()
 
     async def on_load(collection, request: gr.Request):
