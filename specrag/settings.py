@@ -280,7 +280,7 @@ class Settings:
         return settings, origins
 
 
-_LEAF_MAPPINGS = {"generation.prices"}  # dict-valued settings, replaced as a whole
+_LEAF_MAPPINGS = {"generation.prices", "generation.options"}  # dict-valued, replaced whole
 
 
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

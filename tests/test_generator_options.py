@@ -42,3 +42,17 @@ def test_llama_cpp_and_remote_options_reach_their_backends(tmp_path):
     assert draft.options["role"] == "draft" and draft.options["isolation"] == "process"
     heavy = tier_from_settings("heavy", s).members[0].inner  # chain -> retries -> backend
     assert heavy.name == "openai" and heavy.timeout_s == 7.5
+
+
+def test_options_come_from_the_settings_file_and_the_environment(tmp_path):
+    from specrag.settings import Settings
+
+    cfg = tmp_path / "specrag.yaml"
+    cfg.write_text("generation:\n  options:\n    transformers: {load_in: 4bit}\n")
+    s, origins = Settings.load(str(cfg), env={
+        "SPECRAG_GENERATION__OPTIONS": '{"llama-cpp": {"n_ctx": 8192}}'})
+    assert s.generation.options == {"llama-cpp": {"n_ctx": 8192}}  # the environment wins
+    assert origins["generation.options"] == "env:SPECRAG_GENERATION__OPTIONS"
+    s, origins = Settings.load(str(cfg), env={})
+    assert s.generation.options == {"transformers": {"load_in": "4bit"}}
+    assert origins["generation.options"] == f"file:{cfg}"
