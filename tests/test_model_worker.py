@@ -14,7 +14,8 @@ import pytest
 from specrag import sources
 from specrag.generators.base import GenerationError, collect
 from specrag.generators.llamacpp import LlamaCppGenerator
-from specrag.generators.worker import WorkerDied, load_llama
+from specrag.generators.worker import WorkerDied
+from specrag.generators.worker_child import load_llama
 from tests.conftest import make_settings
 
 pytestmark = pytest.mark.slow

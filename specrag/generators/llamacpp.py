@@ -28,7 +28,8 @@ import threading
 from pathlib import Path
 
 from .base import Timer, Usage, register, stream_from_thread
-from .worker import ModelWorker, load_llama
+from .worker import ModelWorker
+from .worker_child import load_llama
 
 ISOLATION = ("process", "thread")
 

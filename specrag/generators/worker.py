@@ -3,9 +3,9 @@
 llama.cpp is C++: a bad build, an unlucky CPU path (the AMX weight-repacking fault on
 some virtualised Intel hosts), a GGUF a user points at, or the kernel's OOM killer can
 end the process that runs it. ``ModelWorker`` keeps that process separate from the web
-server: a fresh interpreter (``python -m specrag.generators.worker FD``) loads the model
-once and answers requests over a socket pair wrapped in a ``multiprocessing``
-``Connection``. Not ``multiprocessing``'s ``spawn``: that re-runs the parent's main
+server: a fresh interpreter (``python -m specrag.generators.worker_child FD``, the
+child's side) loads the model once and answers requests over a socket pair wrapped in a
+``multiprocessing`` ``Connection``. Not ``multiprocessing``'s ``spawn``: that re-runs the parent's main
 script in the child, so a user's three-line script without an ``if __name__ ==
 "__main__"`` guard would start the whole pipeline again in every worker. Not ``fork``
 either: a forked copy of a threaded web server can inherit held locks.
@@ -20,8 +20,9 @@ either: a forked copy of a threaded web server can inherit held locks.
 - The child exits by itself when the parent goes away (its pipe reads EOF), so a
   ``kill -9`` of the app leaves no model process behind.
 
-Deliberately not here: prompts, token accounting beyond what llama.cpp reports, the
-choice of backend (``llamacpp``), retries and failover (``resilience``).
+Deliberately not here: the child's side (``worker_child``), prompts, token accounting
+beyond what llama.cpp reports, the choice of backend (``llamacpp``), retries and
+failover (``resilience``).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class ModelWorker:
         root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
-        proc = subprocess.Popen([sys.executable, "-m", "specrag.generators.worker",
+        proc = subprocess.Popen([sys.executable, "-m", "specrag.generators.worker_child",
                                  str(theirs.fileno())], pass_fds=[theirs.fileno()],
                                 stdin=subprocess.DEVNULL, env=env)
         self.starts += 1
@@ -245,116 +246,3 @@ class ModelWorker:
                     if kind == "error":
                         raise GenerationError(f"{self.label}: {payload}")
                     return int(payload)
-
-
-# -- loading -----------------------------------------------------------------------------
-_LOAD_LOCK = threading.Lock()
-
-
-def load_llama(model_path: str, params: dict):
-    """``llama_cpp.Llama(model_path, **params)``, where ``params`` may also hold
-    ``use_extra_bufts``.
-
-    llama.cpp's model parameters have ``use_extra_bufts`` (weight repacking into extra
-    CPU buffer types, AMX among them), but ``Llama`` offers no argument for it: it fills
-    ``llama_model_default_params()`` itself. So for the length of this one construction
-    that function hands back defaults with our value set; the lock keeps two loads in one
-    process from seeing each other's value.
-    """
-    params = dict(params)
-    extra = params.pop("use_extra_bufts", None)
-    import llama_cpp.llama_cpp as low
-    from llama_cpp import Llama
-
-    if extra is None:
-        return Llama(model_path=model_path, verbose=False, **params)
-    with _LOAD_LOCK:
-        original = low.llama_model_default_params
-
-        def defaults():
-            p = original()
-            p.use_extra_bufts = bool(extra)
-            return p
-
-        low.llama_model_default_params = defaults
-        try:
-            return Llama(model_path=model_path, verbose=False, **params)
-        finally:
-            low.llama_model_default_params = original
-
-
-# -- the child ---------------------------------------------------------------------------
-def serve(conn) -> None:
-    """The child's loop: load the model, then answer requests until the pipe closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    try:
-        _, _, spec = conn.recv()
-    except (EOFError, OSError):
-        return  # the parent went away before it said what to load
-    try:
-        llm = load_llama(spec["model_path"], spec["params"])
-    except BaseException as err:  # noqa: BLE001 - reported to the parent as one line
-        conn.send(("error", 0, f"{type(err).__name__}: {err}"[:500]))
-        return
-    conn.send(("ready", 0, {"n_ctx": llm.n_ctx()}))
-    while True:
-        try:
-            op, rid, payload = conn.recv()
-        except (EOFError, OSError):
-            return  # the parent is gone
-        try:
-            if op == "close":
-                return
-            if op == "tokenize":
-                conn.send(("tokens", rid, len(llm.tokenize(payload.encode(), add_bos=False))))
-            elif op == "generate":
-                if not _generate(conn, llm, rid, payload):
-                    return
-        except (EOFError, OSError, BrokenPipeError):
-            return
-        except Exception as err:  # noqa: BLE001 - one request failed; the model is fine
-            conn.send(("error", rid, f"{type(err).__name__}: {err}"[:500]))
-
-
-def _generate(conn, llm, rid: int, req: dict) -> bool:
-    """Stream one completion; False when the parent went away meanwhile."""
-    if req.get("reset"):
-        llm.reset()
-    t0 = time.perf_counter()
-    first = None
-    out = 0
-    cancelled = False
-    chunks = llm.create_chat_completion(messages=req["messages"], max_tokens=req["max_tokens"],
-                                        temperature=req["temperature"], stream=True)
-    for chunk in chunks:
-        text = chunk["choices"][0]["delta"].get("content")
-        if text:
-            first = first or time.perf_counter()
-            out += 1
-            conn.send(("delta", rid, text))
-        if _cancel_requested(conn, rid):
-            cancelled = True
-            break
-    if cancelled:
-        chunks.close()
-    now = time.perf_counter()
-    conn.send(("usage", rid, {
-        # the context holds prompt + generated tokens once generation stops
-        "input_tokens": max(0, llm.n_tokens - out), "output_tokens": out,
-        "ttft_ms": ((first or now) - t0) * 1000, "total_ms": (now - t0) * 1000,
-        "cancelled": cancelled}))
-    return True
-
-
-def _cancel_requested(conn, rid: int) -> bool:
-    while conn.poll(0):
-        op, got, _ = conn.recv()  # EOFError here: the parent is gone, the loop ends
-        if op == "cancel" and got == rid:
-            return True
-        if op == "close":
-            raise EOFError
-    return False
-
-
-if __name__ == "__main__":  # the worker: ``python -m specrag.generators.worker FD``
-    serve(Connection(int(sys.argv[1])))
