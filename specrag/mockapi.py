@@ -96,9 +96,11 @@ class MockAPI:
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         body = json.loads(h.rfile.read(int(h.headers.get("Content-Length", 0))) or b"{}")
         fault = self._next_fault()
+        # "ended": how a stream ended, "complete" or "client closed" (None until then)
+        record = {"path": h.path, "body": body, "fault": fault, "ended": None,
+                  "headers": {k.lower(): v for k, v in h.headers.items()}}
         with self._lock:
-            self.requests.append({"path": h.path, "body": body, "fault": fault,
-                                  "headers": {k.lower(): v for k, v in h.headers.items()}})
+            self.requests.append(record)
         openai = h.path.rstrip("/").endswith("/chat/completions")
         if fault in ("429", "500", "529"):
             code = int(fault)
@@ -151,8 +153,9 @@ class MockAPI:
                 h.wfile.flush()
                 if self.token_delay_s:
                     time.sleep(self.token_delay_s)
+            record["ended"] = "complete"
         except (BrokenPipeError, ConnectionResetError):  # the client cancelled
-            pass
+            record["ended"] = "client closed"
         h.close_connection = True
 
 

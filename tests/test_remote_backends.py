@@ -1,6 +1,7 @@
 """Anthropic (through the real SDK) and OpenAI-compatible backends against a local server."""
 
 import asyncio
+import time
 
 import pytest
 
@@ -102,6 +103,11 @@ def test_cancelling_a_stream_closes_it(api, claude):
 
     got = asyncio.run(run())
     assert len(got) == 2 and all(isinstance(g, str) for g in got)
+    # the server saw the client go away mid-stream: aclose() closed the connection
+    deadline = time.time() + 5
+    while api.requests[-1]["ended"] is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert api.requests[-1]["ended"] == "client closed"
 
 
 def test_openai_cut_stream_is_an_error_not_a_short_answer(api):
