@@ -30,20 +30,22 @@ def main(args, settings) -> int:
     if bool(args.question) == bool(args.questions):
         print("specrag: error: give a question or --questions FILE", file=sys.stderr)
         return 2
-    # the Service adds retries/failover, the ledger, budgets and tracing around the engine
+    # the Service adds retries/failover, the ledger, budgets, tracing and the audit
     engine = build_service(settings)
-    if args.questions:
-        with open(args.questions, encoding="utf-8") as fh:
-            questions = [q.strip() for q in fh if q.strip()]
-        for q in questions:
-            answer = engine.ask(q, policy=args.policy, collection=args.collection)
-            print(json.dumps(answer.to_dict()), flush=True)
-        return 0
-    if args.json:
-        answer = engine.ask(args.question, policy=args.policy, collection=args.collection)
-        print(json.dumps(answer.to_dict(), indent=2))
-        return 0
-    asyncio.run(_render(engine, args.question, args.policy, args.collection))
+    try:
+        if args.questions:
+            with open(args.questions, encoding="utf-8") as fh:
+                questions = [q.strip() for q in fh if q.strip()]
+            for q in questions:
+                answer = engine.ask(q, policy=args.policy, collection=args.collection)
+                print(json.dumps(answer.to_dict()), flush=True)
+        elif args.json:
+            answer = engine.ask(args.question, policy=args.policy, collection=args.collection)
+            print(json.dumps(answer.to_dict(), indent=2), flush=True)
+        else:
+            asyncio.run(_render(engine, args.question, args.policy, args.collection))
+    finally:
+        engine.close()  # the audit's scoring finishes before the process ends
     return 0
 
 
@@ -60,6 +62,9 @@ async def _render(engine, question, policy, collection) -> None:
         elif ev.kind == "draft_done":
             _render._in_draft = False
             out.write("\n")
+        elif ev.kind == "draft_failed":
+            _render._in_draft = False
+            out.write(f"\ndraft failed: {ev.text}\nthe heavy model answers instead\n")
         elif ev.kind == "verdict":
             v = ev.verdict
             state = "accepted" if v.accepted else "rejected"

@@ -16,10 +16,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def cli(tmp_path):
-    env = {**os.environ, "SPECRAG_DATA_DIR": str(tmp_path / "data"), "SPECRAG_CACHE_DIR": CACHE}
     exe = shutil.which("specrag", path=os.path.dirname(sys.executable)) or "specrag"
 
     def run(*args, module=False, check=None):
+        # the environment as it is at the call (a test may set SPECRAG_* first)
+        env = {**os.environ, "SPECRAG_DATA_DIR": str(tmp_path / "data"), "SPECRAG_CACHE_DIR": CACHE}
         cmd = [sys.executable, "-m", "specrag", *args] if module else [exe, *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
         if check is not None:
@@ -71,3 +72,29 @@ def test_errors_are_one_clear_line(tmp_path, cli):
                              env={**os.environ, "SPECRAG_RETRIEVAL__TOP_K": "lots"})
     assert env_err.returncode == 2 and "retrieval.top_k" in env_err.stderr
     assert "Traceback" not in env_err.stderr
+
+
+def test_ask_streams_answers_and_audits_like_the_app(tmp_path, cli, monkeypatch):
+    # the 0.5B Qwen as the heavy model too keeps CI fast; every answer is audited; the
+    # precision-0.90 threshold, as in test_engine_real (at 0.937 the right draft escalates
+    # and the 0.5B heavy model then abstains)
+    for key, value in {"SPECRAG_MODELS__HEAVY": "manifest:qwen2.5-coder-0.5b-instruct",
+                       "SPECRAG_VERIFY__THRESHOLD": "0.59",
+                       "SPECRAG_GENERATION__DRAFT_MAX_TOKENS": "48",
+                       "SPECRAG_GENERATION__HEAVY_MAX_TOKENS": "48",
+                       "SPECRAG_AUDIT__SAMPLE_RATE": "1.0"}.items():
+        monkeypatch.setenv(key, value)
+    write_handbook(tmp_path / "docs")
+    cli("ingest", str(tmp_path / "docs" / "leave.pdf"), check=0)
+    q = "How many weeks of parental leave do new parents receive?"
+    answer = json.loads(cli("ask", q, "--json", check=0).stdout)
+    assert "16" in answer["answer"] and answer["tier"] in ("draft", "heavy")
+    assert answer["verdict"]["threshold"] == 0.59 and answer["usage"][0]["backend"] == "llama-cpp"
+    assert answer["timings_ms"]["total"] >= answer["timings_ms"]["draft"] > 0
+    streamed = cli("ask", q, "--policy", "heavy-only", check=0).stdout
+    assert "heavy model answering from the top" in streamed
+    assert "answer from the heavy tier (heavy-only)" in streamed and "total" in streamed
+    audit = json.loads(cli("audit", "--json", check=0).stdout)
+    assert audit["summary"]["samples"] == 2  # `specrag ask` audits, as the app does
+    assert {r["tier"] for r in audit["recent"]} >= {"heavy"}
+

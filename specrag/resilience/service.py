@@ -68,6 +68,17 @@ class Service:
         self.engine.warm_up()
         return self
 
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Finish background work, then close the ledger. A command-line run calls this
+        before it exits: audit scoring runs in a daemon thread inside onnxruntime, and an
+        interpreter that exits under it aborts ("terminate called without an active
+        exception")."""
+        auditor = getattr(self.engine, "auditor", None)
+        if auditor is not None:
+            auditor.wait(timeout_s)
+        if self.ledger is not None:
+            self.ledger.close()
+
     # -- answering ----------------------------------------------------------------------
     async def astream(self, question: str, *, session: str = "anonymous", policy: str | None = None,
                       collection: str | None = None, source=None, **engine_kw):
