@@ -6,7 +6,10 @@
 Policies (settings ``generation.policy`` or per call):
 - ``lazy``: rerank and heavy generation start only after the verifier rejects the draft.
 - ``eager``: the rerank (and, with ``eager_heavy``, the heavy generation, buffered)
-  start alongside the draft and are cancelled the moment the draft is accepted.
+  start alongside the draft and are cancelled the moment the draft is accepted. When
+  both tiers run on this machine (local models), the heavy generation still waits for
+  the verdict unless ``eager_heavy_local`` is set: on a CPU they would only split the
+  same cores.
 - ``draft-only`` / ``heavy-only``: the two baselines.
 A draft that only abstains ("The documents do not say.") is escalated when
 ``verify.escalate_abstentions`` is set: the weak model may have missed the answer. A
@@ -81,9 +84,9 @@ class SpeculativeRAG:
         who = access.authorize(self.settings, "read", collection, principal)  # security: ACL
         sanitize.check_question(question or "", self.settings.security.max_question_chars)
         async for event in self._stages(question, policy, collection, source, who):
-            if event.kind == "final" and self.auditor is not None:
-                self.auditor.maybe_record(event.answer,
-                                          collection or self.settings.store.collection)
+            if event.kind == "final" and self.auditor is not None:  # SQLite: off the loop
+                await asyncio.to_thread(self.auditor.maybe_record, event.answer,
+                                        collection or self.settings.store.collection)
             yield event
 
     async def _stages(self, question, policy, collection, source, who=None):
@@ -155,6 +158,7 @@ class _Run:
         self._rerank_task: asyncio.Task | None = None
         self._heavy_task: asyncio.Task | None = None
         self._heavy_queue: asyncio.Queue | None = None
+        self._heavy_first_at: float | None = None  # eager: when the model's first token came
         self.heavy_cancelled = False
         self.draft_error = ""
 
@@ -213,7 +217,11 @@ class _Run:
             async for item in self.e.heavy.stream(
                     messages, max_tokens=self.s.generation.heavy_max_tokens,
                     temperature=self.s.generation.temperature):
-                sent += not isinstance(item, Usage)
+                if not isinstance(item, Usage):
+                    # the model's own first token, not when the consumer drains it
+                    if self._heavy_first_at is None:
+                        self._heavy_first_at = self.clock()
+                    sent += 1
                 await queue.put(item)
         except asyncio.CancelledError:
             if "heavy_start" in self.timings:  # the call was made: count what it produced
@@ -228,8 +236,12 @@ class _Run:
 
     def start_eager(self) -> None:
         self._rerank_task = asyncio.create_task(self._rerank())
-        if self.s.generation.eager_heavy:
-            self._heavy_queue = asyncio.Queue()
+        g = self.s.generation
+        # two models on this machine's cores only split them: on 2 cores a local heavy
+        # started beside a local draft made both slower (BENCHMARKS.md), so it waits
+        if g.eager_heavy and (g.eager_heavy_local or not _share_cores(self.e.draft, self.e.heavy)):
+            # bounded: at most max_tokens text items, the usage, and the end marker
+            self._heavy_queue = asyncio.Queue(maxsize=g.heavy_max_tokens + 2)
             self._heavy_task = asyncio.create_task(self._heavy_to_queue(self._heavy_queue))
 
     async def cancel_eager(self) -> None:
@@ -258,7 +270,8 @@ class _Run:
                 continue
             if not parts:
                 self.timings.setdefault("first_token", self.clock())
-                self.timings["heavy_ttft"] = self.clock() - start
+                first = self.clock() if self._heavy_first_at is None else self._heavy_first_at
+                self.timings["heavy_ttft"] = first - start
             parts.append(item)
             yield StageEvent("heavy_token", self.clock(), text=item)
         self.timings["heavy"] = self.clock() - start
@@ -296,6 +309,11 @@ class _Run:
         tokens_out = self.draft.usage.output_tokens if self.draft and self.draft.usage else 0
         return costs.estimate(getattr(self.e.heavy, "name", ""), getattr(self.e.heavy, "model", ""),
                               tokens_in, tokens_out, prices)
+
+
+def _share_cores(draft, heavy) -> bool:
+    """Both tiers run on this machine (local models, loopback servers)."""
+    return not redacting.is_third_party(draft) and not redacting.is_third_party(heavy)
 
 
 async def _drain(queue: asyncio.Queue, task: asyncio.Task):

@@ -84,6 +84,9 @@ class GenerationSettings:
     heavy: str = "llama-cpp"  # e.g. anthropic:claude-sonnet-4-5
     policy: str = "lazy"  # lazy | eager | draft-only | heavy-only
     eager_heavy: bool = True  # eager also starts the heavy generation, not only the rerank
+    # ... even when the heavy model runs on this machine beside a local draft; off: on 2
+    # cores the two then share the cores and both get slower (BENCHMARKS.md)
+    eager_heavy_local: bool = False
     draft_max_tokens: int = 96
     heavy_max_tokens: int = 256
     temperature: float = 0.0

@@ -99,6 +99,30 @@ def test_eager_uses_the_heavy_answer_already_in_flight_when_rejected(tmp_path):
     assert ans.timings_ms["heavy_start"] < next(e.t_ms for e in evs if e.kind == "verdict")
 
 
+def test_eager_heavy_ttft_is_the_models_own_not_when_it_was_drained(tmp_path):
+    eng, _, _ = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.", delay=0.05,
+                       heavy_delay=0.001)
+    evs = asyncio.run(events_of(eng, policy="eager"))
+    t = evs[-1].answer.timings_ms
+    verdict_at = next(e.t_ms for e in evs if e.kind == "verdict")
+    # the heavy model produced its first token long before the verdict let it through
+    assert t["heavy_start"] + t["heavy_ttft"] < verdict_at
+    assert next(e.t_ms for e in evs if e.kind == "heavy_token") >= verdict_at
+
+
+@pytest.mark.parametrize("local_too", [False, True])
+def test_eager_keeps_a_local_heavy_model_off_the_cores_of_a_local_draft(tmp_path, local_too):
+    eng, _, heavy = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.", delay=0.02,
+                           **{"generation.eager_heavy_local": local_too})
+    eng.draft.name = heavy.name = "llama-cpp"  # both on this machine
+    evs = asyncio.run(events_of(eng, policy="eager"))
+    ans = evs[-1].answer
+    verdict_at = next(e.t_ms for e in evs if e.kind == "verdict")
+    assert ans.tier == "heavy" and len(heavy.calls) == 1
+    started_early = "heavy_start" in ans.timings_ms and ans.timings_ms["heavy_start"] < verdict_at
+    assert started_early == local_too
+
+
 def test_abstaining_draft_escalates_unless_disabled(tmp_path):
     eng, _, heavy = engine(tmp_path, "The documents do not say.")
     assert asyncio.run(eng.aask("Who founded the company?")).tier == "heavy"

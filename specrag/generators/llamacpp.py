@@ -60,8 +60,10 @@ class LlamaCppGenerator:
 
     def llama_params(self) -> dict:
         """Keyword arguments for ``llama_cpp.Llama`` (besides the model path)."""
-        return {"n_ctx": self.n_ctx, "n_threads": self.threads, "n_batch": 512,
-                "use_extra_bufts": self.extra_bufts}
+        # both: llama-cpp-python takes every core for prompt processing (n_threads_batch)
+        # whatever n_threads says, so a thread setting would only reach decoding
+        return {"n_ctx": self.n_ctx, "n_threads": self.threads, "n_threads_batch": self.threads,
+                "n_batch": 512, "use_extra_bufts": self.extra_bufts}
 
     def warm_up(self) -> "LlamaCppGenerator":
         with self._lock:
