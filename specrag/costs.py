@@ -10,9 +10,8 @@ Deliberately not here: persistence of spend (the ledger, resilience issue).
 
 from __future__ import annotations
 
-from .generators.base import Usage
+from .generators.base import Usage, is_local_backend
 
-LOCAL_BACKENDS = {"llama-cpp", "transformers", "fake"}
 
 def price(model: str, table: dict[str, list[float]]) -> tuple[float, float]:
     if model in table:
@@ -22,7 +21,7 @@ def price(model: str, table: dict[str, list[float]]) -> tuple[float, float]:
 
 
 def cost(usage: Usage, prices: dict[str, list[float]]) -> float:
-    if usage.backend in LOCAL_BACKENDS:
+    if is_local_backend(usage.backend):
         return 0.0
     p_in, p_out = price(usage.model, prices)
     return (usage.input_tokens * p_in + usage.output_tokens * p_out) / 1_000_000

@@ -80,7 +80,7 @@ class VerifySettings:
 class GenerationSettings:
     """Backends as ``NAME`` (local: model from ``models.ROLE``) or ``NAME:MODEL`` (remote)."""
 
-    draft: str = "llama-cpp"  # llama-cpp | transformers | openai:MODEL | anthropic:MODEL | fake
+    draft: str = "llama-cpp"  # llama-cpp | transformers | openai:MODEL | anthropic:MODEL
     heavy: str = "llama-cpp"  # e.g. anthropic:claude-sonnet-4-5
     policy: str = "lazy"  # lazy | eager | draft-only | heavy-only
     eager_heavy: bool = True  # eager also starts the heavy generation, not only the rerank

@@ -18,6 +18,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+import specrag.testing  # noqa: E402,F401 - registers the "fake" generator backend
 from specrag.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

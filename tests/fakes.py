@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from specrag.engine import SpeculativeRAG
-from specrag.generators.fake import FakeGenerator
+from specrag.testing import FakeGenerator
 from specrag.retrieval import Retrieval, Retriever
 from specrag.types import Chunk, Hit
 from specrag.verifier import Verifier

@@ -6,7 +6,7 @@ import pytest
 
 from specrag.engine import SpeculativeRAG
 from specrag.events import KINDS
-from specrag.generators.fake import FakeGenerator
+from specrag.testing import FakeGenerator
 from specrag.types import SpecragError
 from specrag.verifier import Verifier
 from tests.conftest import make_settings

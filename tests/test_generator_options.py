@@ -56,3 +56,19 @@ def test_options_come_from_the_settings_file_and_the_environment(tmp_path):
     s, origins = Settings.load(str(cfg), env={})
     assert s.generation.options == {"transformers": {"load_in": "4bit"}}
     assert origins["generation.options"] == f"file:{cfg}"
+
+
+def test_the_fake_backend_exists_only_where_test_support_is_imported():
+    import subprocess
+    import sys
+
+    from specrag.generators.base import is_local_backend
+
+    # the app and the CLI never import specrag.testing: "fake" is no backend there
+    out = subprocess.run([sys.executable, "-c",
+                          "from specrag.generators.base import make_generator\n"
+                          "make_generator('fake:x')"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "unknown generator backend 'fake'" in out.stderr
+    # one notion of "local" for costs, retries and breakers, declared by each backend
+    assert [is_local_backend(b) for b in ("llama-cpp", "transformers", "fake", "openai",
+                                          "anthropic", "nope")] == [True] * 3 + [False] * 3

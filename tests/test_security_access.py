@@ -181,7 +181,7 @@ def test_library_enforces_roles_and_collections(secured, embedder, tmp_path):
 
 def test_engine_refuses_before_retrieving_or_generating(secured, embedder):
     from specrag.engine import SpeculativeRAG
-    from specrag.generators.fake import FakeGenerator
+    from specrag.testing import FakeGenerator
     from specrag.ingest import Ingestor
     from specrag.retrieval import Retriever
     from specrag.verifier import Verifier

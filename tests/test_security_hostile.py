@@ -145,7 +145,7 @@ def test_markup_in_documents_is_stored_as_text_and_rendered_inert(settings, embe
 ])
 def test_bad_questions_are_refused_before_any_model(tmp_path, question, match):
     from specrag.engine import SpeculativeRAG
-    from specrag.generators.fake import FakeGenerator
+    from specrag.testing import FakeGenerator
     from tests.test_engine_flow import FakeRetriever
 
     with pytest.raises(SpecragError, match=match):

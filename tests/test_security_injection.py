@@ -10,7 +10,7 @@ import pytest
 from specrag.engine import SpeculativeRAG
 from specrag.generators.anthropic_backend import AnthropicGenerator
 from specrag.generators.base import collect
-from specrag.generators.fake import FakeGenerator
+from specrag.testing import FakeGenerator
 from specrag.mockapi import MockAPI
 from specrag.prompts import SYSTEM, build_messages
 from specrag.security import redacting

@@ -11,7 +11,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from specrag.engine import SpeculativeRAG
 from specrag.generators.base import collect
-from specrag.generators.fake import FakeGenerator
+from specrag.testing import FakeGenerator
 from specrag.generators.openai_compat import OpenAICompatGenerator
 from specrag.prompts import build_messages
 from specrag.security import redacting

@@ -17,7 +17,7 @@ import yaml
 
 from specrag.audit import Auditor
 from specrag.engine import SpeculativeRAG
-from specrag.generators.fake import FakeGenerator
+from specrag.testing import FakeGenerator
 from specrag.resilience.concurrency import AdmissionGate
 from specrag.resilience.service import Service
 from specrag.security import users as users_mod

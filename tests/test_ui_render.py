@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from specrag.engine import SpeculativeRAG
-from specrag.generators.fake import FakeGenerator
+from specrag.testing import FakeGenerator
 from specrag.types import Chunk, Hit
 from specrag.ui import charts, panel
 from specrag.ui.chat import Turn, render_conversation, render_turn

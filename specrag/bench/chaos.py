@@ -83,7 +83,7 @@ def bench_settings(settings, data_dir: Path, claude: MockAPI, backup: MockAPI):
 def build_service(settings, corpus: Corpus, telemetry=None):
     """A ``Service`` over the real engine and a real heavy chain; stand-ins elsewhere."""
     from ..engine import SpeculativeRAG
-    from ..generators.fake import FakeGenerator
+    from ..testing import FakeGenerator
     from ..resilience.chains import tier_from_settings
     from ..resilience.service import Service
     from ..verifier import Verifier

@@ -1,7 +1,7 @@
 """The generator Protocol: one verb, ``stream``, yielding text then one ``Usage``.
 
 Every backend (local llama.cpp, transformers, an OpenAI-compatible server, Anthropic,
-a fake for tests) implements ``stream(messages, max_tokens=..., temperature=...)`` as an
+and ``specrag.testing``'s fake) implements ``stream(messages, max_tokens=..., temperature=...)`` as an
 async iterator of ``str`` deltas ending with a ``Usage`` record (tokens in/out, time to
 first token, total time). Closing the iterator early (``aclose()`` or task
 cancellation) must stop the generation; backends that run in a thread check a flag
@@ -66,9 +66,19 @@ def register(name: str):
     return deco
 
 
-def _factory(backend: str, spec: str = "") -> Callable[..., Generator]:
-    from . import anthropic_backend, fake, llamacpp, openai_compat, transformers_backend  # noqa: F401
+def _load_backends() -> None:
+    from . import anthropic_backend, llamacpp, openai_compat, transformers_backend  # noqa: F401
 
+
+def is_local_backend(name: str) -> bool:
+    """Whether a backend runs on this machine (it costs nothing, is not retried, and its
+    speed says nothing about an outage): its class says so with ``local = True``."""
+    _load_backends()
+    return bool(getattr(_REGISTRY.get(name), "local", False))
+
+
+def _factory(backend: str, spec: str = "") -> Callable[..., Generator]:
+    _load_backends()
     if backend not in _REGISTRY:
         raise ValueError(f"unknown generator backend '{backend}' in '{spec or backend}'; "
                          f"known: {', '.join(sorted(_REGISTRY))}")

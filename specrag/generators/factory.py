@@ -17,7 +17,8 @@ from .. import sources
 from ..settings import Settings
 from .base import Generator, check_options, make_generator
 
-LOCAL = ("llama-cpp", "transformers")
+# local backends whose model file comes from ``models.ROLE`` (resolved lazily by ``sources``)
+FILE_BACKENDS = ("llama-cpp", "transformers")
 
 
 def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
@@ -30,7 +31,7 @@ def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
         options = {"threads": g.threads or None, "prompt_cache": g.prompt_cache,
                    "isolation": g.local_isolation, "extra_bufts": g.extra_bufts, "role": role}
     options.update((g.options or {}).get(backend, {}))
-    check_options(backend, {**options, **({"model_path": ""} if backend in LOCAL else {})})
+    check_options(backend, {**options, **({"model_path": ""} if backend in FILE_BACKENDS else {})})
     return options
 
 
@@ -75,7 +76,7 @@ def remote_options(backend: str, settings: Settings, url: str | None = None) -> 
 def from_settings(role: str, settings: Settings) -> Generator:
     spec = getattr(settings.generation, role)
     backend, _, model = spec.partition(":")
-    if backend in LOCAL and not model:
+    if backend in FILE_BACKENDS and not model:
         return _Lazy(role, backend, settings)
     return make_generator(spec, **{**remote_options(backend, settings),
                                    **backend_options(backend, settings, role)})

@@ -37,6 +37,7 @@ ISOLATION = ("process", "thread")
 @register("llama-cpp")
 class LlamaCppGenerator:
     name = "llama-cpp"
+    local = True  # runs on this machine: priced at zero, not retried
 
     def __init__(self, model: str = "", model_path: str | os.PathLike | None = None,
                  n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True,

@@ -23,6 +23,7 @@ DTYPES = ("auto", "bf16", "fp32")
 @register("transformers")
 class TransformersGenerator:
     name = "transformers"
+    local = True  # runs on this machine: priced at zero, not retried
 
     def __init__(self, model: str = "", model_path: str | None = None, device: str = "auto",
                  load_in: str = "", dtype: str = "auto"):

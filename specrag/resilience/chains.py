@@ -8,7 +8,7 @@
   of one model, balanced by ``resilience.balance``; without ``@`` the
   ``generation.openai_base_url``),
 - ``llama-cpp`` / ``transformers`` (the local model of that role, resolved lazily),
-- ``fake:NAME`` (tests and demos).
+- ``fake:NAME`` (tests and ``bench chaos``, once ``specrag.testing`` is imported).
 
 Remote endpoints get the HTTP connect timeout, a ``RetryingGenerator`` with their own
 ``RetryBudget``, and a circuit breaker in the chain. Local models are not retried and
@@ -24,14 +24,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..generators.base import make_generator
+from ..generators.base import is_local_backend, make_generator
+from ..generators.factory import FILE_BACKENDS
 from ..settings import Settings
 from .balance import make_balancer
 from .breaker import CircuitBreaker
 from .failover import FallbackGenerator
 from .retry import RetryBudget, RetryingGenerator, RetryPolicy
 
-LOCAL = ("llama-cpp", "transformers")
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Entry:
 
     @property
     def local(self) -> bool:
-        return self.backend in LOCAL or self.backend == "fake"
+        return is_local_backend(self.backend)
 
 
 def parse_entry(spec: str) -> Entry:
@@ -64,7 +64,7 @@ def _endpoint(role: str, entry: Entry, url: str | None, settings: Settings):
     from ..generators.factory import backend_options, from_settings, remote_options
 
     r = settings.resilience
-    if entry.backend in LOCAL and not entry.model:
+    if entry.backend in FILE_BACKENDS and not entry.model:
         return from_settings(role, settings.with_values(**{f"generation.{role}": entry.backend}))
     options = remote_options(entry.backend, settings, url)
     if entry.backend in ("anthropic", "openai"):  # the SDK brings its own httpx

@@ -2,20 +2,21 @@
 
 ``FakeGenerator(replies=["a reply", ...], delay_s=0.01)`` streams each queued reply
 word by word (the last reply repeats), counts words as tokens and records the
-messages it was given. Setting ``fail_with`` raises that error instead. Nothing here
-is used outside tests and demos; it is registered as ``fake``.
+messages it was given. Setting ``fail_with`` raises that error instead. Registered as
+``fake`` (a local backend: it costs nothing) when ``specrag.testing`` is imported.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from .base import Timer, Usage, register
+from ..generators.base import Timer, Usage, register
 
 
 @register("fake")
 class FakeGenerator:
     name = "fake"
+    local = True  # runs in this process: priced at zero, no retries, no latency breaker
 
     def __init__(self, model: str = "fake", replies: list[str] | None = None,
                  delay_s: float = 0.0, fail_with: Exception | None = None):
