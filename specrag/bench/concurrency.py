@@ -1,7 +1,7 @@
 """What a second user waits while the first one's question runs, on the app's own engine.
 
 ``python -m specrag.bench.concurrency [POLICY] [--collection handbook] [--rounds 3]``
-builds the app's ``Service`` (``ui.session.build_service``: failover tiers, ledger,
+builds the app's ``Service`` (``pipeline.build.build_service``: failover tiers, ledger,
 audit, the local model workers), asks question B alone, then question A with B arriving
 0.3 s later, ``rounds`` times, and prints the medians of first-token and answer times
 for B alone, B behind A, and A. Each answer is printed with its tier, so cross-talk
@@ -59,7 +59,7 @@ async def measure(service, policy: str, collection: str, rounds: int) -> dict:
 
 def main() -> None:
     from ..settings import Settings
-    from ..ui.session import build_service
+    from ..pipeline.build import build_service
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("policy", nargs="?", default="draft-only")

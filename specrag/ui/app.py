@@ -4,7 +4,7 @@
 modules and returns the ``gr.Blocks``; ``launch_options(settings)`` gives what
 ``launch()`` needs (stylesheet, theme, and the login when a users file is configured).
 With ``engine=None`` the app's engine is a resilient ``Service`` (admission gate,
-budgets, usage ledger, failover tiers, quality audit; ``session.build_service``), built
+budgets, usage ledger, failover tiers, quality audit; ``pipeline.build``), built
 lazily: its models load on the first question, so the app starts in seconds. Tests
 inject a ``SpeculativeRAG`` or a ``Service`` made of fakes. On first start the sample
 handbook is ingested into the ``handbook`` collection in the background if that

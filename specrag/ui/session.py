@@ -57,15 +57,6 @@ class Options:
         return {k: v for k, v in wanted.items() if v is not None and v != current[k]}
 
 
-def build_service(settings, retriever=None) -> Service:
-    """The app's engine, from the one composition root (``pipeline.build``): resilient
-    tiers, the ledger, budgets, admission and the audit. Cheap: nothing loads until
-    ``warm_up``."""
-    from ..pipeline.build import build_service as build
-
-    return build(settings, retriever=retriever)
-
-
 def inner_engine(engine):
     """The ``SpeculativeRAG`` (or whatever answers) inside a ``Service``; else ``engine``."""
     return engine.engine if isinstance(engine, Service) else engine
@@ -100,7 +91,9 @@ class Engines:
         """The shared engine, built on first use (building loads nothing)."""
         with self._lock:
             if self._engine is None:
-                self._engine = build_service(self.settings, self._retriever)
+                from ..pipeline.build import build_service
+
+                self._engine = build_service(self.settings, retriever=self._retriever)
             return self._engine
 
     @property
