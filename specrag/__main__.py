@@ -1,5 +1,5 @@
 """``python -m specrag`` runs the command line."""
 
-from .cli import main
+from specrag.cli.main import main
 
 raise SystemExit(main())

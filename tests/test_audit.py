@@ -1,9 +1,9 @@
 import asyncio
 import sqlite3
 
-from specrag.audit import Auditor
+from specrag.observability.audit import Auditor
 from tests.conftest import make_settings
-from tests.test_engine_flow import WordScorer, engine
+from tests.test_engine_flow import engine
 
 
 class MeanScorer:
@@ -45,7 +45,7 @@ def test_sampling_rate_is_respected(tmp_path):
 
 
 def test_audit_cli_reads_the_store(tmp_path, capsys, monkeypatch):
-    from specrag.cli import main
+    from specrag.cli.main import main
 
     eng, _, _ = engine(tmp_path, "Employees receive 25 days of paid annual leave [1].")
     eng.auditor = Auditor(eng.settings, verifier=eng.verifier, rate=1.0)

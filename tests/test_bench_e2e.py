@@ -5,10 +5,10 @@ import json
 import pytest
 
 from specrag.bench import e2e, e2e_report
-from specrag.engine import SpeculativeRAG
 from specrag.generators.base import Timer, Usage
-from specrag.mockapi import first_sentence_answer
-from specrag.verifier import Verifier
+from specrag.grounding.verifier import Verifier
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.testing.mockapi import first_sentence_answer
 from tests.conftest import make_settings
 from tests.docs_fixture import write_handbook
 from tests.test_engine_flow import WordScorer

@@ -60,7 +60,7 @@ def test_padding_is_synthetic_and_marked(tmp_path):
     assert sc["latency"]["p50_ms"] > 0
     assert "SYNTHETIC" in (out / "retrieval.md").read_text()
     assert result["comparison"] == {}  # one backend: nothing to compare
-    from specrag.store import Store
+    from specrag.retrieval.store import Store
 
     bench_settings = make_settings(tmp_path).with_values(data_dir=str(out / "data"))
     chunks = Store(bench_settings)._pair("bench-squad-int8")[0]

@@ -1,13 +1,13 @@
 import pytest
 
-from specrag.chunker import Chunker
+from specrag.ingest.chunker import Chunker
 from specrag.types import ParsedDocument, Section
 
 pytestmark = pytest.mark.slow  # needs the real tokenizer (shared, loaded once)
 
 
 def _doc(sections: list[tuple[str, int | None, str | None]]) -> ParsedDocument:
-    text, secs, pos = "", [], 0
+    text, secs = "", []
     for body, page, heading in sections:
         if secs:
             text += "\n\n"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from specrag.crossencoder import CrossEncoder
+from specrag.grounding.crossencoder import CrossEncoder
 from specrag.sources import BUILTIN_DIR
 
 pytestmark = pytest.mark.slow
@@ -49,7 +49,7 @@ def test_shipped_verifier_separates_supported_from_unsupported(settings):
 
 
 def test_shipped_verifier_verdict_end_to_end(settings):
-    from specrag.verifier import Verifier
+    from specrag.grounding.verifier import Verifier
 
     chunks = [p for p, _ in SUPPORTED] + ["Unrelated text about cooking pasta in salted water."]
     v = Verifier(settings.with_values(**{"verify.threshold": 0.5}))
@@ -99,7 +99,7 @@ def test_unknown_builtin_names_the_setting(settings):
 def test_cli_verify_pairs_context_and_rerank(tmp_path, capsys, monkeypatch):
     import json
 
-    from specrag.cli import main
+    from specrag.cli.main import main
     from tests.conftest import CACHE
 
     monkeypatch.setenv("SPECRAG_DATA_DIR", str(tmp_path / "data"))

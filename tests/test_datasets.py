@@ -4,8 +4,14 @@ import os
 
 import pytest
 
-from specrag.datasets import (DATASETS, load_dataset, load_halueval_qa, load_squad,
-                              passage_file_name, passage_id)
+from specrag.datasets import (
+    DATASETS,
+    load_dataset,
+    load_halueval_qa,
+    load_squad,
+    passage_file_name,
+    passage_id,
+)
 from specrag.settings import Settings
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from specrag.embedder import Embedder
+from specrag.retrieval.embedder import Embedder
 from tests.conftest import make_settings
 
 pytestmark = pytest.mark.slow

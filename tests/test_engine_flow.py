@@ -4,11 +4,11 @@ import asyncio
 
 import pytest
 
-from specrag.engine import SpeculativeRAG
-from specrag.events import KINDS
+from specrag.grounding.verifier import Verifier
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.pipeline.events import KINDS
 from specrag.testing import FakeGenerator
 from specrag.types import SpecragError
-from specrag.verifier import Verifier
 from tests.conftest import make_settings
 from tests.fakes import TEXTS, FakeRetriever, ReverseReranker, WordScorer
 

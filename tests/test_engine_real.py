@@ -5,9 +5,9 @@ import asyncio
 
 import pytest
 
-from specrag.engine import SpeculativeRAG
-from specrag.ingest import Ingestor
-from specrag.retrieval import Retriever
+from specrag.ingest.ingestor import Ingestor
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.retrieval.retriever import Retriever
 from tests.conftest import make_settings
 from tests.docs_fixture import write_handbook
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from specrag.evidence import select, sentences
-from specrag.verifier import Verifier
+from specrag.grounding.evidence import select, sentences
+from specrag.grounding.verifier import Verifier
 
 CHUNK = ("The company was founded in 1998 in Oslo. It sells bicycles across Europe. "
          "Its chief executive is Maria Lund, who joined in 2015. Revenue grew to 40 million "

@@ -1,6 +1,6 @@
 """Reciprocal rank fusion of the bi-encoder order and the reranker order."""
 
-from specrag.fusion import fuse_orders, rrf
+from specrag.retrieval.fusion import fuse_orders, rrf
 
 
 def test_an_item_both_orders_like_wins_and_ties_keep_the_first_order():

@@ -2,9 +2,9 @@
 
 import pytest
 
-from specrag.ingest import Ingestor, doc_id_for
-from specrag.retrieval import Retriever
-from specrag.store import Store
+from specrag.ingest.ingestor import Ingestor, doc_id_for
+from specrag.retrieval.retriever import Retriever
+from specrag.retrieval.store import Store
 from specrag.types import SpecragError
 from tests.conftest import make_settings
 from tests.docs_fixture import write_bad_files, write_handbook
@@ -82,9 +82,10 @@ def test_uncommitted_chunks_are_invisible_and_recovered(tmp_path, ingestor, retr
     ingestor.ingest([good["notes.txt"]])
     store, s = ingestor.store, ingestor.settings
     # a crash between storing chunks and committing: the new document must stay hidden
-    from specrag.chunker import Chunker
-    from specrag.parsers import parse_bytes
     from dataclasses import replace
+
+    from specrag.ingest.chunker import Chunker
+    from specrag.ingest.parsers import parse_bytes
 
     doc = parse_bytes(good["oncall.md"].read_bytes(), "oncall.md")
     doc_id = doc_id_for("default", "oncall.md")

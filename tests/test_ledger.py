@@ -7,15 +7,22 @@ import threading
 
 import pytest
 
-from specrag.cli import main
+from specrag.cli.main import main
+from specrag.observability.budget import Budget, BudgetExceeded
+from specrag.observability.ledger import Ledger, scope
+from specrag.pipeline.service import Service
 from specrag.resilience.attempts import Attempt
-from specrag.resilience.budget import Budget, BudgetExceeded
 from specrag.resilience.failover import FallbackGenerator
-from specrag.resilience.ledger import Ledger, scope
 from specrag.resilience.retry import RetryingGenerator, RetryPolicy
-from specrag.resilience.service import Service
 from tests.conftest import make_settings
-from tests.resilience_fakes import HEAVY_TEXT, Scripted, Sleeps, err, fake_engine, in_memory_telemetry
+from tests.resilience_fakes import (
+    HEAVY_TEXT,
+    Scripted,
+    Sleeps,
+    err,
+    fake_engine,
+    in_memory_telemetry,
+)
 
 PRICES = {"claude-sonnet-4-5": [3.0, 15.0]}
 

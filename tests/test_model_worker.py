@@ -81,8 +81,8 @@ def test_a_stream_closed_early_leaves_the_worker_in_step(gen):
 
 
 def test_a_worker_killed_mid_answer_fails_over_along_the_chain(tmp_path):
-    from specrag.mockapi import MockAPI
     from specrag.resilience.chains import tier_from_settings
+    from specrag.testing.mockapi import MockAPI
 
     with MockAPI() as backup:
         # "buffer": each try's text is held until it finishes, so another backend may

@@ -1,4 +1,4 @@
-"""Tests for specrag.parsers: real files of every format, built in memory."""
+"""Tests for specrag.ingest.parsers: real files of every format, built in memory."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 from reportlab.pdfgen import canvas
 
-from specrag import parsers
-from specrag.parsers import SUPPORTED_EXTENSIONS, detect_format, parse_bytes
+from specrag.ingest import parsers
+from specrag.ingest.parsers import SUPPORTED_EXTENSIONS, detect_format, parse_bytes
 from specrag.types import IngestError, ParsedDocument
 
 # --------------------------------------------------------------------------- builders

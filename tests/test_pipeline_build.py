@@ -43,7 +43,7 @@ def test_calibration_scores_with_the_verifier_serving_uses(tmp_path, monkeypatch
 
 
 def test_the_cli_service_audits_with_the_engine_own_models(tmp_path):
-    from specrag.resilience.service import Service
+    from specrag.pipeline.service import Service
 
     s = make_settings(tmp_path)
     for service in (Service(s)._assemble(), build_service(s)._assemble()):

@@ -8,7 +8,7 @@ import pytest
 from specrag.generators.anthropic_backend import AnthropicGenerator
 from specrag.generators.base import GenerationError, collect
 from specrag.generators.openai_compat import OpenAICompatGenerator
-from specrag.prompts import build_messages
+from specrag.pipeline.prompts import build_messages
 from specrag.types import Chunk
 
 CHUNKS = [Chunk("c1", "d1", "leave.md", "Staff get 25 days of annual leave. Extra text.", 0, 0, 10,

@@ -4,13 +4,13 @@ import asyncio
 
 import pytest
 
-from specrag.mockapi import MockAPI
 from specrag.resilience.attempts import AttemptsFailed
 from specrag.resilience.balance import LeastLatency, RoundRobin
 from specrag.resilience.breaker import CLOSED, OPEN, CircuitBreaker
 from specrag.resilience.chains import parse_entry, tier_from_settings
 from specrag.resilience.failover import FallbackGenerator
 from specrag.resilience.retry import RetryingGenerator, RetryPolicy
+from specrag.testing.mockapi import MockAPI
 from tests.conftest import make_settings
 from tests.resilience_fakes import FakeClock, Scripted, Sleeps, collect_all, err, run
 from tests.test_resilience_retry import ANSWER, MESSAGES

@@ -6,10 +6,10 @@ import pytest
 
 from specrag.generators.anthropic_backend import AnthropicGenerator
 from specrag.generators.openai_compat import OpenAICompatGenerator
-from specrag.mockapi import MockAPI
-from specrag.prompts import build_messages
+from specrag.pipeline.prompts import build_messages
 from specrag.resilience.attempts import AttemptsFailed
 from specrag.resilience.retry import RetryBudget, RetryingGenerator, RetryPolicy
+from specrag.testing.mockapi import MockAPI
 from specrag.types import Chunk
 from tests.resilience_fakes import FakeClock, Scripted, Sleeps, collect_all, err, run
 

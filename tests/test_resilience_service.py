@@ -4,8 +4,8 @@ import asyncio
 
 import pytest
 
+from specrag.pipeline.service import Service
 from specrag.resilience.concurrency import AdmissionGate, BusyError, isolated
-from specrag.resilience.service import Service
 from tests.conftest import make_settings
 from tests.resilience_fakes import HEAVY_TEXT, Scripted, fake_engine
 

@@ -11,8 +11,15 @@ import pytest
 import yaml
 
 from specrag.security import users as users_mod
-from specrag.security.access import (AccessControl, PermissionDenied, acting_as, current_principal,
-                                     drop_collection, list_documents, visible_collections)
+from specrag.security.access import (
+    AccessControl,
+    PermissionDenied,
+    acting_as,
+    current_principal,
+    drop_collection,
+    list_documents,
+    visible_collections,
+)
 from specrag.security.users import LOCAL, Principal, add_user, load_directory, parse_directory
 from specrag.types import SpecragError
 from tests.conftest import CACHE, make_settings
@@ -137,8 +144,8 @@ def test_acting_as_binds_for_the_block_only(secured):
 
 # -- enforcement in the library: forbidden actions attempted -----------------------------
 def test_library_enforces_roles_and_collections(secured, embedder, tmp_path):
-    from specrag.ingest import Ingestor
-    from specrag.retrieval import Retriever
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.retrieval.retriever import Retriever
 
     ing = Ingestor(secured, embedder=embedder)
     ret = Retriever(secured, embedder=embedder, store=ing.store)
@@ -180,11 +187,11 @@ def test_library_enforces_roles_and_collections(secured, embedder, tmp_path):
 
 
 def test_engine_refuses_before_retrieving_or_generating(secured, embedder):
-    from specrag.engine import SpeculativeRAG
+    from specrag.grounding.verifier import Verifier
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.pipeline.engine import SpeculativeRAG
+    from specrag.retrieval.retriever import Retriever
     from specrag.testing import FakeGenerator
-    from specrag.ingest import Ingestor
-    from specrag.retrieval import Retriever
-    from specrag.verifier import Verifier
     from tests.test_engine_flow import ReverseReranker, WordScorer
 
     ing = Ingestor(secured, embedder=embedder)
@@ -210,7 +217,7 @@ def test_engine_refuses_before_retrieving_or_generating(secured, embedder):
 
 # -- the CLI signs in and the same rules apply ------------------------------------------
 def test_cli_users_and_sign_in(tmp_path, monkeypatch, capsys, users_file):
-    from specrag.cli import main
+    from specrag.cli.main import main
 
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -34,8 +34,8 @@ def app_url(secured, embedder):
     # no `from __future__ import annotations` here: Gradio must see gr.Request as a type
     import gradio as gr
 
-    from specrag.ingest import Ingestor
-    from specrag.retrieval import Retriever
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.retrieval.retriever import Retriever
 
     ing = Ingestor(secured, embedder=embedder)
     ret = Retriever(secured, embedder=embedder, store=ing.store)

@@ -28,8 +28,8 @@ pytestmark = pytest.mark.slow
 
 INGEST_CHILD = r"""
 import sys, time
-import specrag.ingest as ingest
-from specrag.store import Store
+import specrag.ingest.ingestor as ingest
+from specrag.retrieval.store import Store
 from tests.conftest import make_settings
 
 data_dir, docs, stall_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -56,7 +56,7 @@ print("DONE", flush=True)
 CHECKER = r"""
 import json, sys
 from collections import Counter
-from specrag.store import Store
+from specrag.retrieval.store import Store
 from tests.conftest import make_settings
 
 def state(store):
@@ -190,7 +190,7 @@ import sys, time
 kind, path = sys.argv[1], sys.argv[2]
 if kind == "ledger":
     from specrag.resilience.attempts import Attempt
-    from specrag.resilience.ledger import Ledger, scope
+    from specrag.observability.ledger import Ledger, scope
     led = Ledger(path, {"claude-sonnet-4-5": [3.0, 15.0]}).warm_up()
     n = 0
     while True:
@@ -199,7 +199,7 @@ if kind == "ledger":
                                      outcome="ok", input_tokens=100, output_tokens=10)] * 5)
         print("ROWS", n, flush=True)
 else:
-    from specrag.audit import AuditStore
+    from specrag.observability.audit import AuditStore
     store = AuditStore(path)
     n = 0
     while True:
@@ -221,14 +221,14 @@ bad = 0 if kind == "ledger" else db.execute(
     "SELECT COUNT(*) FROM samples WHERE question IS NULL OR final IS NULL").fetchone()[0]
 db.close()
 if kind == "ledger":
-    from specrag.resilience.ledger import Ledger
+    from specrag.observability.ledger import Ledger
     led = Ledger(path).warm_up()
     spent = led.spent(session="s1")
     from specrag.resilience.attempts import Attempt
     led.record_attempts("heavy", [Attempt("anthropic", "claude-sonnet-4-5")])
     after = len(led.rows())
 else:
-    from specrag.audit import AuditStore
+    from specrag.observability.audit import AuditStore
     store = AuditStore(path)
     store.add({"ts": 0.0, "question": "after restart", "final": "x"})
     spent, after = store.summary()["samples"], len(store.recent(10**6))

@@ -123,8 +123,8 @@ def scan(root, needles) -> list[str]:
 
 
 def test_no_plaintext_left_in_temp_or_data_directories(tmp_path, enc, embedder, monkeypatch):
-    from specrag.ingest import Ingestor
-    from specrag.retrieval import Retriever
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.retrieval.retriever import Retriever
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()

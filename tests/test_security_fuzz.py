@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from specrag.chunker import Chunker
-from specrag.parsers import SUPPORTED_EXTENSIONS, parse_bytes
+from specrag.ingest.chunker import Chunker
+from specrag.ingest.parsers import SUPPORTED_EXTENSIONS, parse_bytes
 from specrag.types import IngestError, ParsedDocument
 from tests.test_parsers import HTML, MARKDOWN, make_docx, make_pdf
 

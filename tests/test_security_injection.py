@@ -7,15 +7,15 @@ import re
 
 import pytest
 
-from specrag.engine import SpeculativeRAG
 from specrag.generators.anthropic_backend import AnthropicGenerator
 from specrag.generators.base import collect
-from specrag.testing import FakeGenerator
-from specrag.mockapi import MockAPI
-from specrag.prompts import SYSTEM, build_messages
+from specrag.grounding.verifier import Verifier
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.pipeline.prompts import SYSTEM, build_messages
 from specrag.security import redacting
+from specrag.testing import FakeGenerator
+from specrag.testing.mockapi import MockAPI
 from specrag.types import Chunk
-from specrag.verifier import Verifier
 from tests.conftest import make_settings
 from tests.test_engine_flow import FakeRetriever, ReverseReranker, WordScorer
 

@@ -7,19 +7,21 @@ import json
 import re
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from specrag.engine import SpeculativeRAG
 from specrag.generators.base import collect
-from specrag.testing import FakeGenerator
 from specrag.generators.openai_compat import OpenAICompatGenerator
-from specrag.prompts import build_messages
+from specrag.grounding.verifier import Verifier
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.pipeline.prompts import build_messages
 from specrag.security import redacting
 from specrag.security.pii import detect, iban_ok, luhn_ok
 from specrag.security.pii_eval import evaluate, generate
 from specrag.security.redact import Redaction, StreamRestorer
+from specrag.testing import FakeGenerator
 from specrag.types import Chunk
-from specrag.verifier import Verifier
 from tests.conftest import make_settings
 from tests.test_engine_flow import FakeRetriever, ReverseReranker, WordScorer
 

@@ -1,9 +1,8 @@
-from pathlib import Path
 
 import pytest
 import yaml
 
-from specrag.cli import main
+from specrag.cli.main import main
 from specrag.settings import Settings, flat
 
 

@@ -3,7 +3,7 @@ import time
 import pytest
 
 from specrag import sources
-from specrag.sources import ModelSource, PROFILES, resolve
+from specrag.sources import PROFILES, ModelSource, resolve
 from specrag.types import ModelUnavailable
 from tests.conftest import make_settings
 

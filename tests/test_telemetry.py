@@ -4,15 +4,22 @@ import asyncio
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from specrag.observability.instrument import TracedRetriever, instrument
+from specrag.observability.telemetry import Telemetry, configure_from_env
+from specrag.pipeline.service import Service
 from specrag.resilience.failover import FallbackGenerator
-from specrag.resilience.instrument import TracedRetriever, instrument
 from specrag.resilience.retry import RetryingGenerator, RetryPolicy
-from specrag.resilience.service import Service
-from specrag.resilience.telemetry import Telemetry, configure_from_env
-from specrag.retrieval import Retrieval
+from specrag.retrieval.retriever import Retrieval
 from tests.conftest import make_settings
-from tests.resilience_fakes import (HEAVY_TEXT, Scripted, Sleeps, err, fake_engine,
-                                    in_memory_telemetry, metric_points)
+from tests.resilience_fakes import (
+    HEAVY_TEXT,
+    Scripted,
+    Sleeps,
+    err,
+    fake_engine,
+    in_memory_telemetry,
+    metric_points,
+)
 
 
 def heavy_chain():

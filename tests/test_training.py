@@ -73,7 +73,7 @@ def test_reranker_curriculum_uses_other_questions_passages():
 
 @pytest.mark.slow
 def test_tiny_training_run_end_to_end(settings, tmp_path):
-    from specrag.crossencoder import CrossEncoder
+    from specrag.grounding.crossencoder import CrossEncoder
     from specrag.training import run
 
     out = run.train_verifier(settings, out=tmp_path / "verifier", scale=0.003, progress=False,

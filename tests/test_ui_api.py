@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
+from specrag.settings import Settings as _Settings
 from specrag.ui.app import build
 from tests.conftest import make_settings
 from tests.fakes import DRAFT_WRONG, HEAVY_ANSWER, handbook_engine, launch
-from specrag.settings import Settings as _Settings
 
 T = _Settings().verify.threshold  # the calibrated default
 
@@ -122,11 +122,11 @@ def test_concurrent_chats_get_their_own_answers(app):
 
 
 def test_without_an_engine_the_real_one_is_built_on_the_first_question(tmp_path):
-    from specrag.audit import Auditor
-    from specrag.engine import SpeculativeRAG
+    from specrag.observability.audit import Auditor
+    from specrag.pipeline.engine import SpeculativeRAG
+    from specrag.pipeline.service import Service
     from specrag.resilience.failover import FallbackGenerator
     from specrag.resilience.retry import RetryingGenerator
-    from specrag.resilience.service import Service
 
     demo = build(make_settings(tmp_path / "data"), sample=False)
     engines = demo.specrag_engines

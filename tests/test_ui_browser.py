@@ -12,10 +12,10 @@ import re
 
 import pytest
 
+from specrag.settings import Settings as _Settings
 from specrag.ui.app import build
 from tests.conftest import make_settings
 from tests.fakes import DRAFT_WRONG, HEAVY_ANSWER, handbook_engine, launch
-from specrag.settings import Settings as _Settings
 
 THRESHOLD = _Settings().verify.threshold  # the calibrated default
 ARTIFACTS = os.path.join(os.path.dirname(__file__), "artifacts")  # screenshots, git-ignored

@@ -15,21 +15,28 @@ import types
 import pytest
 import yaml
 
-from specrag.audit import Auditor
-from specrag.engine import SpeculativeRAG
-from specrag.testing import FakeGenerator
+from specrag.grounding.verifier import Verifier
+from specrag.observability.audit import Auditor
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.pipeline.service import Service
 from specrag.resilience.concurrency import AdmissionGate
-from specrag.resilience.service import Service
 from specrag.security import users as users_mod
 from specrag.security.users import LOCAL, Principal, add_user
+from specrag.settings import Settings as _Settings
+from specrag.testing import FakeGenerator
 from specrag.ui import metrics
 from specrag.ui.app import build, launch_options
 from specrag.ui.session import Engines, Options, stream
-from specrag.verifier import Verifier
 from tests.conftest import free_port, make_settings
-from tests.fakes import (DRAFT_WRONG, HEAVY_ANSWER, FakeRetriever, ReverseReranker, WordScorer,
-                         handbook_engine, launch)
-from specrag.settings import Settings as _Settings
+from tests.fakes import (
+    DRAFT_WRONG,
+    HEAVY_ANSWER,
+    FakeRetriever,
+    ReverseReranker,
+    WordScorer,
+    handbook_engine,
+    launch,
+)
 
 T = _Settings().verify.threshold  # the calibrated default
 

@@ -9,16 +9,16 @@ import copy
 
 import pytest
 
-from specrag.engine import SpeculativeRAG
+from specrag.grounding.verifier import Verifier
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.settings import Settings as _Settings
 from specrag.testing import FakeGenerator
 from specrag.types import Chunk, Hit
 from specrag.ui import charts, panel
 from specrag.ui.chat import Turn, render_conversation, render_turn
 from specrag.ui.session import MAX_TURNS, ChatSession, Engines, Options, follow
-from specrag.verifier import Verifier
 from tests.conftest import make_settings
 from tests.fakes import FakeRetriever, ReverseReranker, WordScorer
-from specrag.settings import Settings as _Settings
 
 T = _Settings().verify.threshold  # the calibrated default
 

@@ -3,8 +3,14 @@
 import numpy as np
 import pytest
 
+from specrag.grounding.verifier import (
+    Verifier,
+    claims,
+    is_abstention,
+    split_sentences,
+    strip_citations,
+)
 from specrag.training.calibrate import choose_threshold, write_threshold
-from specrag.verifier import Verifier, claims, is_abstention, split_sentences, strip_citations
 
 
 class FakeScorer:
@@ -103,7 +109,7 @@ def test_write_threshold_keeps_other_settings(tmp_path):
 
 
 def test_a_sentence_copied_whole_from_a_chunk_is_supported(tmp_path):
-    from specrag.verifier import Verifier
+    from specrag.grounding.verifier import Verifier
     from tests.conftest import make_settings
 
     class Doubtful:  # a weak model that doubts everything

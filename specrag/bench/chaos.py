@@ -39,8 +39,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..mockapi import FAULTS, MockAPI
-from .chaos_parts import Corpus, KeepOrder, LocalStandIn, WordRetriever, WordScorer
+from specrag.testing.chaos_parts import Corpus, KeepOrder, LocalStandIn, WordRetriever, WordScorer
+from specrag.testing.mockapi import FAULTS, MockAPI
 
 # specrag's OpenAI-compatible client takes a stream cut before [DONE] for a short,
 # successful answer (no error to retry on): injecting ``cut`` there would measure that
@@ -82,11 +82,11 @@ def bench_settings(settings, data_dir: Path, claude: MockAPI, backup: MockAPI):
 
 def build_service(settings, corpus: Corpus, telemetry=None):
     """A ``Service`` over the real engine and a real heavy chain; stand-ins elsewhere."""
-    from ..engine import SpeculativeRAG
-    from ..testing import FakeGenerator
-    from ..resilience.chains import tier_from_settings
-    from ..resilience.service import Service
-    from ..verifier import Verifier
+    from specrag.grounding.verifier import Verifier
+    from specrag.pipeline.engine import SpeculativeRAG
+    from specrag.pipeline.service import Service
+    from specrag.resilience.chains import tier_from_settings
+    from specrag.testing import FakeGenerator
 
     heavy = tier_from_settings("heavy", settings, overrides={"fake:local-standin": LocalStandIn()})
     draft = FakeGenerator("draft-standin", replies=["The documents do not say."])
@@ -100,7 +100,7 @@ def _memory_telemetry(settings):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from ..resilience.telemetry import Telemetry
+    from specrag.observability.telemetry import Telemetry
 
     spans, tp = InMemorySpanExporter(), TracerProvider()
     tp.add_span_processor(SimpleSpanProcessor(spans))
@@ -192,7 +192,7 @@ def sessions_phase(settings, out: Path, sessions: int, per_session: int, fault_r
     """Concurrent gradio_client sessions against the app's /chat endpoint."""
     from gradio_client import Client
 
-    from ..ui.app import build
+    from specrag.ui.app import build
 
     corpus = Corpus()
     claude, backup = _mocks(fault_rate, seed + 10)

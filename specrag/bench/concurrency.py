@@ -58,8 +58,8 @@ async def measure(service, policy: str, collection: str, rounds: int) -> dict:
 
 
 def main() -> None:
-    from ..settings import Settings
-    from ..pipeline.build import build_service
+    from specrag.pipeline.build import build_service
+    from specrag.settings import Settings
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("policy", nargs="?", default="draft-only")

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..settings import Settings
-from . import metrics
+from specrag.bench import metrics
+from specrag.settings import Settings
 
 POLICIES = ("heavy-only", "draft-only", "lazy", "eager")
 
@@ -60,7 +60,7 @@ def load_questions(settings: Settings, dataset: str, n: int | None, seed: int,
         rng = random.Random(seed)
         qs = sorted(rng.sample(qs, n), key=lambda q: qs.index(q)) if n and n < len(qs) else qs
         return qs, corpus
-    from ..datasets import load_dataset, passage_file_name
+    from specrag.datasets import load_dataset, passage_file_name
 
     ds = load_dataset(dataset, settings, n=n, seed=seed)
     files = [(passage_file_name(p.id), p.document().encode()) for p in ds.passages]
@@ -74,10 +74,10 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 100,
         corpus: str | None = None, heavy: str = "local", make_engine=None,
         progress: bool = True, max_passages: int | None = None) -> dict:
     """``make_engine(settings, retriever)`` builds the engine (default: ``pipeline.build``)."""
-    from ..pipeline.build import build_engine
-    from ..ingest import Ingestor
-    from ..retrieval import Retriever
-    from . import e2e_report
+    from specrag.bench import e2e_report
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.pipeline.build import build_engine
+    from specrag.retrieval.retriever import Retriever
 
     bad = [p for p in policies if p not in POLICIES]
     if bad:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .metrics import percentile
+from specrag.bench.metrics import percentile
 
 STAGES = ("retrieval", "draft", "verify", "rerank", "heavy")
 CORRECT = "contains"  # an answer is "correct" when it contains a gold answer

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 
-from ..prompts import build_messages
-from ..types import Chunk
+from specrag.pipeline.prompts import build_messages
+from specrag.types import Chunk
 
 PASSAGES = [
     "The Oberoi family is an Indian family that is famous for its involvement in hotels, "
@@ -35,7 +35,7 @@ def measure(path: str, threads: int = 2, new_tokens: int = 64, isolation: str = 
     """Best of ``runs`` through ``LlamaCppGenerator``, as the app serves the model."""
     import asyncio
 
-    from ..generators.llamacpp import LlamaCppGenerator
+    from specrag.generators.llamacpp import LlamaCppGenerator
 
     chunks = [Chunk(f"c{i}", "d", f"doc{i}.txt", p, i, 0, len(p), "h", "v")
               for i, p in enumerate(PASSAGES)]

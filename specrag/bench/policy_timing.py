@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from .concurrency import A, B
+from specrag.bench.concurrency import A, B
 
 QUESTIONS = (A, B)  # the handbook questions ``bench concurrency`` asks
 
@@ -30,8 +30,8 @@ def timings(service, policy: str, collection: str, questions=QUESTIONS) -> list[
 
 
 def main() -> None:
-    from ..pipeline.build import build_service
-    from ..settings import Settings
+    from specrag.pipeline.build import build_service
+    from specrag.settings import Settings
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("policies", nargs="+")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fusion import fuse_orders
-from ..settings import Settings
+from specrag.retrieval.fusion import fuse_orders
+from specrag.settings import Settings
 
 
 def _order_metrics(ranks: list[int | None]) -> dict:
@@ -50,9 +50,9 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
         progress: bool = False, out_dir: Path | None = None) -> dict:
     from tqdm import tqdm
 
-    from ..crossencoder import CrossEncoder
-    from ..training.rerank_data import CANDIDATES, rerank_items
-    from ..training.run import work_dir
+    from specrag.grounding.crossencoder import CrossEncoder
+    from specrag.training.rerank_data import CANDIDATES, rerank_items
+    from specrag.training.run import work_dir
 
     n = n_per_dataset or (150 if quick else 400)
     ce = CrossEncoder(settings, "reranker", model=str(model_dir) if model_dir else None).warm_up()

@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..datasets import DATASETS, QADataset, load_dataset, passage_file_name
-from ..settings import Settings
-from ..sources import source_for
-from ..types import DocumentInfo, SpecragError
+from specrag.datasets import DATASETS, QADataset, load_dataset, passage_file_name
+from specrag.settings import Settings
+from specrag.sources import source_for
+from specrag.types import DocumentInfo, SpecragError
 
 KS = (1, 3, 10, 50)
 TOP_K = 50
@@ -51,10 +51,12 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 500, scale: i
         backends: tuple[str, ...] = ("onnx-int8", "onnx-fp32"), out_dir: str | None = None,
         progress: bool = True, max_passages: int | None = None, seed: int = 0) -> dict:
     """Run the benchmark and return the result dict (also written to ``out_dir``)."""
-    from ..embedder import Embedder  # heavy imports here: the CLI imports this module
-    from ..ingest import Ingestor
-    from ..retrieval import Retriever
-    from ..store import Store
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.retrieval.embedder import (
+        Embedder,  # heavy imports here: the CLI imports this module
+    )
+    from specrag.retrieval.retriever import Retriever
+    from specrag.retrieval.store import Store
 
     started, machine = time.time(), _machine()
     out = Path(out_dir) if out_dir else settings.data_path / "bench" / "retrieval"

@@ -20,9 +20,9 @@ import json
 import time
 from pathlib import Path
 
-from ..settings import Settings
-from . import e2e_report
-from .metrics import percentile
+from specrag.bench import e2e_report
+from specrag.bench.metrics import percentile
+from specrag.settings import Settings
 
 COLLECTION = "bench-e2e"  # what ``e2e.run`` ingests into
 
@@ -32,8 +32,8 @@ def run(run_dir: str | Path, settings: Settings, out: str | Path | None = None,
     """``verifier``/``embedder``: defaults are the configured (shipped) models."""
     from tqdm import tqdm
 
-    from ..retrieval import Retriever
-    from ..verifier import Verifier
+    from specrag.grounding.verifier import Verifier
+    from specrag.retrieval.retriever import Retriever
 
     run_dir = Path(run_dir)
     rows = [json.loads(x) for x in (run_dir / "rows.jsonl").read_text().splitlines() if x.strip()]

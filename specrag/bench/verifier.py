@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..evidence import select
-from ..settings import Settings
+from specrag.grounding.evidence import select
+from specrag.settings import Settings
 
 SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
 CHECKS = ("rte", "cb")  # standard NLI sets, whole validation splits; not part of "all"
@@ -58,7 +58,7 @@ def length_baseline(lengths, labels) -> dict:
 
 def _latency(scorer, chunks: list[str], draft: str, runs: int, per_sentence=None,
              evidence_words=None) -> dict:
-    from ..verifier import Verifier
+    from specrag.grounding.verifier import Verifier
 
     v = Verifier(Settings(), scorer=scorer, per_sentence=per_sentence, evidence_words=evidence_words)
     v.verify(draft, chunks)  # warm-up
@@ -77,11 +77,11 @@ def _latency(scorer, chunks: list[str], draft: str, runs: int, per_sentence=None
 def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | None = None,
         quick: bool = False, n_per_source: int | None = None, seed: int = 0,
         progress: bool = False, out_dir: Path | None = None) -> dict:
-    from ..crossencoder import CrossEncoder
-    from ..training import data
-    from ..training.calibrate import draft_scores
-    from ..training.run import work_dir
-    from ..verifier import Verifier, claims
+    from specrag.grounding.crossencoder import CrossEncoder
+    from specrag.grounding.verifier import Verifier, claims
+    from specrag.training import data
+    from specrag.training.calibrate import draft_scores
+    from specrag.training.run import work_dir
 
     n = n_per_source or (400 if quick else 1000)
     model = str(model_dir) if model_dir else None
@@ -145,8 +145,8 @@ def to_markdown(r: dict) -> str:
              "it; RTE and CB (whole validation sets, never trained on) are standard NLI checks.", "",
              "Draft columns verify each claim as a draft (sentence split, max over chunks, min "
              "over sentences); pair columns score the labelled pair whole, as NLI papers do.", "",
-             f"| source | n | bal. acc @0.5 | bal. acc @t | AUROC | precision @t | recall @t "
-             f"| pair bal. acc @0.5 | pair AUROC | length-only bal. acc | length-only AUROC |",
+             "| source | n | bal. acc @0.5 | bal. acc @t | AUROC | precision @t | recall @t "
+             "| pair bal. acc @0.5 | pair AUROC | length-only bal. acc | length-only AUROC |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for src, m in r["per_source"].items():
         lb = m["length_baseline"]

@@ -16,7 +16,7 @@ import asyncio
 import os
 import weakref
 
-from .base import GenerationError, Timer, Usage, register
+from specrag.generators.base import GenerationError, Timer, Usage, register
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Iterator, Protocol, runtime_checkable
 
-from ..types import SpecragError
+from specrag.types import SpecragError
 
 Message = dict  # {"role": "system" | "user" | "assistant", "content": str}
 
@@ -67,7 +67,7 @@ def register(name: str):
 
 
 def _load_backends() -> None:
-    from . import anthropic_backend, llamacpp, openai_compat, transformers_backend  # noqa: F401
+    from specrag.generators import anthropic_backend, llamacpp, openai_compat, transformers_backend  # noqa: F401
 
 
 def is_local_backend(name: str) -> bool:

@@ -13,9 +13,9 @@ Deliberately not here: retries and failover chains (resilience issue).
 
 from __future__ import annotations
 
-from .. import sources
-from ..settings import Settings
-from .base import Generator, check_options, make_generator
+from specrag import sources
+from specrag.generators.base import Generator, check_options, make_generator
+from specrag.settings import Settings
 
 # local backends whose model file comes from ``models.ROLE`` (resolved lazily by ``sources``)
 FILE_BACKENDS = ("llama-cpp", "transformers")

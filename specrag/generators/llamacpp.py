@@ -27,9 +27,9 @@ import os
 import threading
 from pathlib import Path
 
-from .base import Timer, Usage, register, stream_from_thread
-from .worker import ModelWorker
-from .worker_child import load_llama
+from specrag.generators.base import Timer, Usage, register, stream_from_thread
+from specrag.generators.worker import ModelWorker
+from specrag.generators.worker_child import load_llama
 
 ISOLATION = ("process", "thread")
 

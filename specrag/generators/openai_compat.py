@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from .base import GenerationError, Timer, Usage, register
+from specrag.generators.base import GenerationError, Timer, Usage, register
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from .base import Timer, Usage, register, stream_from_thread
-
+from specrag.generators.base import Timer, Usage, register, stream_from_thread
 
 LOAD_IN = ("", "8bit", "4bit")
 DTYPES = ("auto", "bf16", "fp32")

@@ -41,7 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Iterator
 
-from .base import GenerationError
+from specrag.generators.base import GenerationError
 
 log = logging.getLogger(__name__)
 

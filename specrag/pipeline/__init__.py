@@ -1,1 +1,7 @@
-"""Putting the pipeline together: ``build`` is the one place that turns settings into it."""
+"""One question's pipeline: the engine (``engine``) and its events (``events``), prompts
+(``prompts``), costs (``costs``), the front door (``service``), and ``build``, the one
+place that turns ``Settings`` into all of it.
+
+Deliberately not here: what each stage's model does (``retrieval``, ``generators``,
+``grounding``) and rendering (``cli``, ``ui``).
+"""

@@ -19,20 +19,20 @@ Deliberately not here: what each part does, and loading (each part's ``warm_up``
 
 from __future__ import annotations
 
-from ..settings import Settings
+from specrag.settings import Settings
 
 
 def build_verifier(settings: Settings, scorer=None):
-    from ..verifier import Verifier
+    from specrag.grounding.verifier import Verifier
 
     return Verifier.from_settings(settings, scorer=scorer)
 
 
 def build_engine(settings: Settings, *, retriever=None, audit: bool = True):
-    from ..audit import Auditor
-    from ..crossencoder import CrossEncoder
-    from ..engine import SpeculativeRAG
-    from ..resilience.chains import tier_from_settings
+    from specrag.grounding.crossencoder import CrossEncoder
+    from specrag.observability.audit import Auditor
+    from specrag.pipeline.engine import SpeculativeRAG
+    from specrag.resilience.chains import tier_from_settings
 
     s = settings
     verifier = build_verifier(s)
@@ -44,6 +44,6 @@ def build_engine(settings: Settings, *, retriever=None, audit: bool = True):
 
 
 def build_service(settings: Settings, *, retriever=None, audit: bool = True):
-    from ..resilience.service import Service
+    from specrag.pipeline.service import Service
 
     return Service(settings, engine=build_engine(settings, retriever=retriever, audit=audit))

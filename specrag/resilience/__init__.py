@@ -1,14 +1,13 @@
-"""Resilience, observability and cost control around the generators and the engine.
+"""Resilience around the generators: retries, failover, breakers, admission.
 
 - ``retry``: timeouts, backoff with jitter, retry budgets (``RetryingGenerator``)
 - ``failover``, ``balance``, ``breaker``: ordered chains and endpoint pools with
   latency/failure circuit breakers (``FallbackGenerator``)
-- ``delivery``: what happens to text already streamed when a call is tried again
+- ``attempts``, ``delivery``: the record of each attempt, and what happens to text
+  already streamed when a call is tried again
 - ``chains``: a tier's generator from ``resilience.*_chain`` settings
-- ``telemetry``, ``instrument``: OpenTelemetry spans and metrics
-- ``ledger``, ``budget``: SQLite usage ledger, spending limits
 - ``concurrency``: admission gate (``BusyError``) and per-question tasks
-- ``service``: all of it around the engine (``Service``)
 
-Submodules are imported on use; this package imports nothing heavy.
+Deliberately not here: tracing, the ledger and budgets (``observability``), the front
+door that puts them together (``pipeline.service``).
 """

@@ -22,7 +22,7 @@ import json
 import time
 from dataclasses import dataclass, replace
 
-from ..generators.base import GenerationError, Usage
+from specrag.generators.base import GenerationError, Usage
 
 OUTCOMES = ("ok", "error", "timeout", "diverged", "skipped", "cancelled")
 
@@ -103,7 +103,7 @@ def third_party(gen) -> bool | None:
     """Whether calls through ``gen`` may leave this machine (``security.redacting`` reads a
     wrapper's ``remote``); None when that module is not available."""
     try:
-        from ..security.redacting import is_third_party
+        from specrag.security.redacting import is_third_party
     except ImportError:
         return None
     return is_third_party(gen)

@@ -24,14 +24,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..generators.base import is_local_backend, make_generator
-from ..generators.factory import FILE_BACKENDS
-from ..settings import Settings
-from .balance import make_balancer
-from .breaker import CircuitBreaker
-from .failover import FallbackGenerator
-from .retry import RetryBudget, RetryingGenerator, RetryPolicy
-
+from specrag.generators.base import is_local_backend, make_generator
+from specrag.generators.factory import FILE_BACKENDS
+from specrag.resilience.balance import make_balancer
+from specrag.resilience.breaker import CircuitBreaker
+from specrag.resilience.failover import FallbackGenerator
+from specrag.resilience.retry import RetryBudget, RetryingGenerator, RetryPolicy
+from specrag.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def chain_specs(role: str, settings: Settings) -> list[str]:
 
 def _endpoint(role: str, entry: Entry, url: str | None, settings: Settings):
     """One raw backend generator."""
-    from ..generators.factory import backend_options, from_settings, remote_options
+    from specrag.generators.factory import backend_options, from_settings, remote_options
 
     r = settings.resilience
     if entry.backend in FILE_BACKENDS and not entry.model:

@@ -22,7 +22,7 @@ import contextlib
 import time
 from contextlib import aclosing
 
-from ..types import SpecragError
+from specrag.types import SpecragError
 
 
 class BusyError(SpecragError):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from contextlib import aclosing
 
-from .attempts import Diverged
+from specrag.resilience.attempts import Diverged
 
 
 async def relay(run, delivery, record, messages, max_tokens: int, temperature: float):

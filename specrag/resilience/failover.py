@@ -22,12 +22,19 @@ from __future__ import annotations
 
 import time
 
-from ..generators.base import GenerationError
-from .attempts import (Attempt, AttemptRun, AttemptsFailed, CallRecord, ResilientUsage,
-                       describe, third_party)
-from .balance import Ordered
-from .breaker import CircuitBreaker
-from .delivery import Delivery, relay
+from specrag.generators.base import GenerationError
+from specrag.resilience.attempts import (
+    Attempt,
+    AttemptRun,
+    AttemptsFailed,
+    CallRecord,
+    ResilientUsage,
+    describe,
+    third_party,
+)
+from specrag.resilience.balance import Ordered
+from specrag.resilience.breaker import CircuitBreaker
+from specrag.resilience.delivery import Delivery, relay
 
 HEALTH_OUTCOMES = {"ok", "error", "timeout"}  # diverged / cancelled say nothing of health
 

@@ -24,10 +24,16 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ..generators.base import GenerationError
-from .attempts import (AttemptRun, AttemptsFailed, CallRecord, ResilientUsage,
-                       describe, third_party)
-from .delivery import Delivery, relay
+from specrag.generators.base import GenerationError
+from specrag.resilience.attempts import (
+    AttemptRun,
+    AttemptsFailed,
+    CallRecord,
+    ResilientUsage,
+    describe,
+    third_party,
+)
+from specrag.resilience.delivery import Delivery, relay
 
 
 @dataclass(frozen=True)

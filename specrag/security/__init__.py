@@ -10,5 +10,5 @@
 - ``cli``: ``specrag users ...`` and ``specrag --user NAME``.
 
 Deliberately not here: the app's login wiring (``specrag.ui.auth``) and parser limits
-(``specrag.parsers``).
+(``specrag.ingest.parsers``).
 """

@@ -23,9 +23,9 @@ from __future__ import annotations
 import contextlib
 from contextvars import ContextVar
 
-from ..settings import Settings
-from ..types import SpecragError
-from .users import EVERYONE, LOCAL, Directory, Principal, load_directory
+from specrag.security.users import EVERYONE, LOCAL, Directory, Principal, load_directory
+from specrag.settings import Settings
+from specrag.types import SpecragError
 
 ACTIONS = ("read", "write", "admin")
 _VERBS = {"read": "read or search", "write": "add to or delete from", "admin": "administer"}

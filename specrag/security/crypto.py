@@ -27,8 +27,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..settings import Settings
-from ..types import SpecragError
+from specrag.settings import Settings
+from specrag.types import SpecragError
 
 MAGIC = b"SPECRAG-AESGCM1\n"
 SEALED = "enc:v1:"  # prefix of an encrypted string (``seal``)

@@ -19,7 +19,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from .names import CUES, GIVEN_NAMES, NOT_NAMES, NOT_SURNAMES, TITLES
+from specrag.security.names import CUES, GIVEN_NAMES, NOT_NAMES, NOT_SURNAMES, TITLES
 
 KINDS = ("email", "iban", "card", "ssn", "ip", "phone", "name")  # priority order
 

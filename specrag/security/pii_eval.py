@@ -21,7 +21,7 @@ import string
 import sys
 from collections import Counter
 
-from .pii import KINDS, detect, luhn_ok
+from specrag.security.pii import KINDS, detect, luhn_ok
 
 KNOWN_GIVEN = ["Maria", "John", "Priya", "Wei", "Fatima", "Lukas", "Sofia", "Ahmed", "Elena",
                "Carlos", "Yuki", "Olivia", "Rajesh", "Anna", "Pierre", "Katarzyna"]

@@ -20,7 +20,7 @@ import re
 import string
 from collections import Counter
 
-from .pii import KINDS, Span, detect
+from specrag.security.pii import KINDS, Span, detect
 
 _EXISTING = re.compile(r"<([A-Z]+)_(\d+)>")
 # a placeholder as the model may write it back: <L>, &lt;L&gt; (escaped), [L] or bare L

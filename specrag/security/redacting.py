@@ -18,10 +18,10 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlparse
 
-from ..generators.base import Usage
-from ..settings import Settings
-from .pii import KINDS
-from .redact import Redaction, StreamRestorer
+from specrag.generators.base import Usage
+from specrag.security.pii import KINDS
+from specrag.security.redact import Redaction, StreamRestorer
+from specrag.settings import Settings
 
 
 def is_third_party(gen) -> bool:

@@ -16,7 +16,7 @@ import html
 import re
 import unicodedata
 
-from ..types import SpecragError
+from specrag.types import SpecragError
 
 _BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Markdown that can fetch or link (images, links, autolinks) and raw-HTML openers

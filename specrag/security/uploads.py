@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..types import IngestError
+from specrag.types import IngestError
 
 _ZEROS = b"\0" * 65536
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from ..types import SpecragError
+from specrag.types import SpecragError
 
 ROLES = ("admin", "editor", "viewer")
 EVERYONE = "*"
@@ -124,7 +124,7 @@ def load_directory(path: str | os.PathLike) -> Directory:
 
 
 def parse_directory(text: str, where: str = "users file") -> Directory:
-    from ..store import check_collection_name
+    from specrag.retrieval.store import check_collection_name
 
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict) or set(data) - {"users", "collections", "default"}:

@@ -8,6 +8,6 @@ an unknown backend there.
 Deliberately not here: the real backends (``generators``), mock HTTP APIs (``mockapi``).
 """
 
-from .fake_generator import FakeGenerator
+from specrag.testing.fake_generator import FakeGenerator
 
 __all__ = ["FakeGenerator"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ..generators.base import Timer, Usage, register
+from specrag.generators.base import Timer, Usage, register
 
 
 @register("fake")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..settings import Settings
+from specrag.settings import Settings
 
 CALIBRATION_SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
 
@@ -59,8 +59,8 @@ def choose_threshold(scores, labels, target_precision: float = 0.95,
 
 def calibrate(settings: Settings, target_precision: float = 0.95, n_per_source: int = 400,
               seed: int = 0, verifier=None, progress: bool = True) -> dict:
-    from ..pipeline.build import build_verifier
-    from . import data
+    from specrag.pipeline.build import build_verifier
+    from specrag.training import data
 
     verifier = verifier or build_verifier(settings)  # the one serving uses
     pairs = data.sample(data.verifier_pairs(settings, seed, CALIBRATION_SOURCES), "dev",

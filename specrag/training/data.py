@@ -35,10 +35,10 @@ import random
 import re
 from dataclasses import dataclass
 
-from ..datasets import load_halueval_qa, load_squad, passage_id
-from ..settings import Settings
-from ..verifier import split_sentences
-from .sources import vitaminc_path, wheel_path
+from specrag.datasets import load_halueval_qa, load_squad, passage_id
+from specrag.grounding.verifier import split_sentences
+from specrag.settings import Settings
+from specrag.training.sources import vitaminc_path, wheel_path
 
 ARTICLE_WORDS = 180
 SUMMARY_WORDS = 45

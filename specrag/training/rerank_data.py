@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datasets import load_dataset
-from ..settings import Settings
-from .data import split_of
-from .sources import training_cache
+from specrag.datasets import load_dataset
+from specrag.settings import Settings
+from specrag.training.data import split_of
+from specrag.training.sources import training_cache
 
 CANDIDATES = 20
 DATASETS = ("halueval-qa", "squad")
@@ -53,7 +53,7 @@ def _corpus_vectors(name: str, texts: list[str], embedder, cache: Path) -> np.nd
 def rerank_items(settings: Settings, split: str, n_per_dataset: int | None = None,
                  seed: int = 0, embedder=None, datasets: tuple[str, ...] = DATASETS) -> list[RerankItem]:
     """Questions of ``split`` with their bi-encoder candidate lists (seeded sample)."""
-    from ..embedder import Embedder
+    from specrag.retrieval.embedder import Embedder
 
     embedder = embedder or Embedder(settings).warm_up()
     out: list[RerankItem] = []

@@ -19,11 +19,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .. import sources
-from ..evidence import select
-from ..settings import Settings
-from .sources import BIGBENCH, WHEELS, training_cache
-from .train import TrainConfig, export, fit
+from specrag import sources
+from specrag.grounding.evidence import select
+from specrag.settings import Settings
+from specrag.training.sources import BIGBENCH, WHEELS, training_cache
+from specrag.training.train import TrainConfig, export, fit
 
 # Sized for about an hour on two idle cores (~0.8 s per batch of 16 evidence-cut pairs):
 # ~3,400 steps. HaluEval-QA has only 1,748 length-matched training pairs, so it is seen
@@ -54,7 +54,7 @@ def work_dir(settings: Settings, name: str, out: Path | None = None) -> Path:
 
 
 def data_versions() -> dict:
-    from ..datasets import PINNED
+    from specrag.datasets import PINNED
 
     return {"bigbench": f"{BIGBENCH['file']}#sha256={BIGBENCH['sha256']}", **WHEELS,
             **{f"datasets:{k}": v for k, v in PINNED.items()}}
@@ -62,7 +62,7 @@ def data_versions() -> dict:
 
 def train_verifier(settings: Settings, out: Path | None = None, scale: float = 1.0,
                    seed: int = 0, progress: bool = True, evaluate: bool = True) -> Path:
-    from . import data
+    from specrag.training import data
 
     out = Path(out) if out else sources.BUILTIN_DIR / "verifier"
     config = replace(CONFIGS["verifier"], seed=seed)
@@ -90,7 +90,7 @@ def train_verifier(settings: Settings, out: Path | None = None, scale: float = 1
 
 def train_reranker(settings: Settings, out: Path | None = None, scale: float = 1.0,
                    seed: int = 0, progress: bool = True, evaluate: bool = True) -> Path:
-    from . import rerank_data
+    from specrag.training import rerank_data
 
     out = Path(out) if out else sources.BUILTIN_DIR / "reranker"
     config = replace(CONFIGS["reranker"], seed=seed)
@@ -133,9 +133,9 @@ def _finish(settings, name, triples, config, out, progress, evaluate, extra, fir
 
 def _evaluate(settings, name, out, work) -> str:
     if name == "verifier":
-        from ..bench import verifier as bench
+        from specrag.bench import verifier as bench
     else:
-        from ..bench import reranker as bench
+        from specrag.bench import reranker as bench
     result = bench.run(settings, model_dir=out, fp32_path=work / "model-fp32.onnx", quick=True)
     return bench.to_markdown(result)
 
@@ -145,7 +145,7 @@ CARD = """# specrag {name}
 A {what} distilled from `all-MiniLM-L6-v2` (22M parameters) and fine-tuned on CPU with
 `specrag train {name}`; shipped as dynamic per-channel int8 ONNX (`model-int8.onnx`)
 with its tokenizer. Input: {order}. Output: one logit; `sigmoid` gives {output}.
-Load it with `specrag.crossencoder.CrossEncoder(settings, "{name}")`.
+Load it with `specrag.grounding.crossencoder.CrossEncoder(settings, "{name}")`.
 
 Training config, seed, pinned data versions and pair counts: `specrag.json`. Data
 sources, licenses and splits: `assets/DATA_CARD.md`. Test splits are disjoint by group
@@ -180,7 +180,7 @@ def write_card(out: Path, meta: dict, evaluation: str) -> None:
         training += f" Curriculum first: {cur} pairs."
     if meta.get("evidence_words"):
         training += (f" Premises cut to their sentences about the claim "
-                     f"({meta['evidence_words']} words, `specrag.evidence`), as in serving.")
+                     f"({meta['evidence_words']} words, `specrag.grounding.evidence`), as in serving.")
     (out / "README.md").write_text(CARD.format(name=name, what=what, order=meta["pair_order"],
                                                output=output, training=training,
                                                evaluation=evaluation or "(not run)"))

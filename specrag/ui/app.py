@@ -26,7 +26,7 @@ per-question state between calls. The Gradio session hash is the ledger's and th
 budget's session.
 
 Deliberately not here: rendering (``chat``, ``charts``), tab contents (``documents``,
-``search``, ``panel``), engine and pipeline logic (``specrag.engine``).
+``search``, ``panel``), engine and pipeline logic (``specrag.pipeline.engine``).
 """
 
 # no ``from __future__ import annotations``: Gradio reads the ``gr.Request`` hints of the
@@ -36,17 +36,17 @@ import logging
 import threading
 from pathlib import Path
 
-from ..ingest import Ingestor
-from ..retrieval import Retriever
-from ..security.access import PermissionDenied
-from ..settings import Settings
-from ..store import Store
-from ..types import SpecragError, one_line
-from . import charts, documents, metrics, panel, search
-from .auth import gradio_auth, principal_from_request
-from .chat import Turn
-from .sample import COLLECTION, EASY, HARD, SampleKB, operator
-from .session import ChatSession, Engines, Options, follow, inner_engine, stream, unwrap
+from specrag.ingest.ingestor import Ingestor
+from specrag.retrieval.retriever import Retriever
+from specrag.retrieval.store import Store
+from specrag.security.access import PermissionDenied
+from specrag.settings import Settings
+from specrag.types import SpecragError, one_line
+from specrag.ui import charts, documents, metrics, panel, search
+from specrag.ui.auth import gradio_auth, principal_from_request
+from specrag.ui.chat import Turn
+from specrag.ui.sample import COLLECTION, EASY, HARD, SampleKB, operator
+from specrag.ui.session import ChatSession, Engines, Options, follow, inner_engine, stream, unwrap
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 # Answers mostly wait on models (local ones serialise on their own lock, remote ones

@@ -23,9 +23,9 @@ import threading
 import time
 from typing import Callable
 
-from ..security.access import AccessControl, PermissionDenied
-from ..security.users import LOCAL, Principal
-from ..settings import Settings
+from specrag.security.access import AccessControl, PermissionDenied
+from specrag.security.users import LOCAL, Principal
+from specrag.settings import Settings
 
 MAX_FAILURES = 5
 LOCKOUT_S = 30.0

@@ -25,11 +25,11 @@ selector itself (``app``: chat and documents share it).
 # module global
 import threading
 
-from ..security.access import authorize, list_documents, visible_collections
-from ..security.sanitize import safe_filename, safe_markdown
-from ..security.uploads import take_uploads
-from ..store import check_collection_name
-from ..types import SpecragError
+from specrag.retrieval.store import check_collection_name
+from specrag.security.access import authorize, list_documents, visible_collections
+from specrag.security.sanitize import safe_filename, safe_markdown
+from specrag.security.uploads import take_uploads
+from specrag.types import SpecragError
 
 STATUS = {"added": "added", "replaced": "replaced", "unchanged": "already present",
           "failed": "failed"}

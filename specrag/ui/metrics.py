@@ -17,10 +17,10 @@ budget decisions (``resilience.budget``), the tab's visibility per user (``app``
 # handlers at runtime, and ``gr`` is a parameter here, not a module global
 import datetime as dt
 
-from ..audit import AuditStore
-from ..security.access import authorize
-from ..types import SpecragError
-from .session import inner_engine
+from specrag.observability.audit import AuditStore
+from specrag.security.access import authorize
+from specrag.types import SpecragError
+from specrag.ui.session import inner_engine
 
 USAGE_HEADERS = ["questions", "attempts", "failed", "tokens in", "tokens out", "cost USD"]
 AUDIT_HEADERS = ["id", "time (UTC)", "collection", "tier", "accepted", "verdict",

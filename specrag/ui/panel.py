@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 
-from .. import sources
-from ..events import POLICIES
+from specrag import sources
+from specrag.pipeline.events import POLICIES
 
 POLICY_HELP = {
     "lazy": "draft first; rerank and heavy only after a rejection (cheapest)",

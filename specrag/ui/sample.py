@@ -22,9 +22,9 @@ import logging
 import threading
 from pathlib import Path
 
-from ..security.access import AccessControl
-from ..security.users import LOCAL, Principal
-from ..types import SpecragError
+from specrag.security.access import AccessControl
+from specrag.security.users import LOCAL, Principal
+from specrag.types import SpecragError
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 SAMPLE_DIR = ASSETS / "handbook"

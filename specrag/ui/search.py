@@ -11,8 +11,8 @@ Deliberately not here: retrieval itself (``Retriever``), answering (the Chat tab
 
 # no ``from __future__ import annotations``: Gradio reads the ``gr.Request`` hint of the
 # handler at runtime, and ``gr`` is a parameter here, not a module global
-from ..security.sanitize import safe_markdown
-from ..types import SpecragError
+from specrag.security.sanitize import safe_markdown
+from specrag.types import SpecragError
 
 HEADERS = ["rank", "score", "source", "page", "heading", "text"]
 

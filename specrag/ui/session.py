@@ -29,10 +29,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..engine import SpeculativeRAG
-from ..resilience.service import Service
-from . import charts
-from .chat import Turn, render_conversation, render_turn
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.pipeline.service import Service
+from specrag.ui import charts
+from specrag.ui.chat import Turn, render_conversation, render_turn
 
 MAX_TURNS = 50  # rendered turns kept per session; older ones scroll out of memory
 
@@ -91,7 +91,7 @@ class Engines:
         """The shared engine, built on first use (building loads nothing)."""
         with self._lock:
             if self._engine is None:
-                from ..pipeline.build import build_service
+                from specrag.pipeline.build import build_service
 
                 self._engine = build_service(self.settings, retriever=self._retriever)
             return self._engine
@@ -164,7 +164,7 @@ def _engine_view(base: SpeculativeRAG, changes: dict) -> SpeculativeRAG:
     if telemetry is not None:
         # tracing replaced astream/warm_up on the instance with closures over ``base``:
         # drop the copies and trace the view itself (its generators keep their observers)
-        from ..resilience.instrument import instrument
+        from specrag.observability.instrument import instrument
 
         for name in ("astream", "warm_up", "_specrag_telemetry"):
             vars(view).pop(name, None)

@@ -1,0 +1,103 @@
+"""``specrag ask``: render the engine's events on a terminal or as JSON lines.
+
+Human mode streams the draft as it is generated, then the verdict, then the heavy
+answer when there is one, and a timing/cost line. ``--json`` prints one JSON object
+per answer; ``--questions FILE`` answers one question per line in one process and
+writes JSON lines (the models load once).
+
+Deliberately not here: any pipeline logic (``engine``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("ask", help="answer a question from a collection (speculative RAG)")
+    p.add_argument("question", nargs="?")
+    p.add_argument("--policy", choices=["lazy", "eager", "draft-only", "heavy-only"])
+    p.add_argument("--questions", help="file with one question per line (JSON lines out)")
+    p.add_argument("-c", "--collection", default=None)
+    p.add_argument("--json", action="store_true")
+
+
+def main(args, settings) -> int:
+    from specrag.pipeline.build import build_service
+
+    if bool(args.question) == bool(args.questions):
+        print("specrag: error: give a question or --questions FILE", file=sys.stderr)
+        return 2
+    # the Service adds retries/failover, the ledger, budgets, tracing and the audit
+    engine = build_service(settings)
+    try:
+        if args.questions:
+            with open(args.questions, encoding="utf-8") as fh:
+                questions = [q.strip() for q in fh if q.strip()]
+            for q in questions:
+                answer = engine.ask(q, policy=args.policy, collection=args.collection)
+                print(json.dumps(answer.to_dict()), flush=True)
+        elif args.json:
+            answer = engine.ask(args.question, policy=args.policy, collection=args.collection)
+            print(json.dumps(answer.to_dict(), indent=2), flush=True)
+        else:
+            asyncio.run(_render(engine, args.question, args.policy, args.collection))
+    finally:
+        engine.close()  # the audit's scoring finishes before the process ends
+    return 0
+
+
+async def _render(engine, question, policy, collection) -> None:
+    out = sys.stdout
+    async for ev in engine.astream(question, policy=policy, collection=collection):
+        if ev.kind == "retrieved":
+            out.write(f"retrieved {len(ev.hits)} chunks in {ev.t_ms:.0f} ms\n")
+        elif ev.kind == "draft_token":
+            if not getattr(_render, "_in_draft", False):
+                out.write("\ndraft · verifying\n")
+                _render._in_draft = True
+            out.write(ev.text)
+        elif ev.kind == "draft_done":
+            _render._in_draft = False
+            out.write("\n")
+        elif ev.kind == "draft_failed":
+            _render._in_draft = False
+            out.write(f"\ndraft failed: {ev.text}\nthe heavy model answers instead\n")
+        elif ev.kind == "verdict":
+            v = ev.verdict
+            state = "accepted" if v.accepted else "rejected"
+            out.write(f"\nverdict: {state}, entailment {v.score:.2f} (threshold {v.threshold:.2f})\n")
+            for s in v.sentences:
+                mark = "abstains" if s.abstention else f"{s.score:.2f}"
+                out.write(f"  [{mark}] {s.sentence}\n")
+        elif ev.kind == "rerank_done":
+            r = engine.settings.retrieval
+            order = "reranked" if r.rerank else "retrieval order"
+            out.write(f"\nheavy model answering from the top {min(r.heavy_k, len(ev.reranked))} "
+                      f"of {len(ev.reranked)} chunks ({order})\n")
+        elif ev.kind == "heavy_token":
+            out.write(ev.text)
+        elif ev.kind == "heavy_done":
+            out.write("\n")
+        elif ev.kind == "final":
+            out.write("\n" + summary(ev.answer) + "\n")
+        out.flush()
+
+
+def summary(answer) -> str:
+    t = answer.timings_ms
+    parts = [f"answer from the {answer.tier} tier ({answer.policy})"]
+    for key, label in [("retrieval", "retrieval"), ("draft", "draft"), ("verify", "verify"),
+                       ("rerank", "rerank"), ("heavy", "heavy"), ("total", "total")]:
+        if key in t:
+            parts.append(f"{label} {t[key] / 1000:.2f}s")
+    if "first_token" in t:
+        parts.append(f"first token {t['first_token'] / 1000:.2f}s")
+    parts.append(f"cost ${answer.cost_usd:.5f} (heavy-only ${answer.heavy_only_cost_usd:.5f})")
+    lines = [" · ".join(parts)]
+    for c in answer.citations:
+        where = c.source + (f" p.{c.page}" if c.page else "")
+        lines.append(f"  [{c.number}] {where}: {' '.join(c.text.split())[:120]}")
+    return "\n".join(lines)

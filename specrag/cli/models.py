@@ -1,0 +1,182 @@
+"""Command-line surface of the cross-encoders: ``train``, ``verify``, ``rerank``,
+``calibrate`` and ``bench verifier|reranker``. ``cli`` wires these in.
+
+Deliberately not here: any scoring or training logic (``verifier``, ``crossencoder``,
+``training.*``, ``bench.*``); this module only parses arguments and prints results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _progress(args) -> bool:
+    return not getattr(args, "json", False) and (sys.stderr.isatty() or "SPECRAG_PROGRESS" in os.environ)
+
+
+def add_parsers(sub) -> None:
+    tr = sub.add_parser("train", help="train the verifier or reranker cross-encoder (CPU)")
+    tr.add_argument("model", choices=("verifier", "reranker"))
+    tr.add_argument("--out", help="model folder (default: specrag/models/<model>, the shipped one)")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--scale", type=float, default=1.0, help="fraction of the default data size")
+    tr.add_argument("--no-eval", action="store_true", help="skip the evaluation for the model card")
+    tr.add_argument("--json", action="store_true")
+
+    ve = sub.add_parser("verify", help="is an answer supported by a context? (or score pairs)")
+    ve.add_argument("--context", help="text file (paragraphs become chunks) or JSONL of chunks")
+    ve.add_argument("--answer", help="the draft answer to verify")
+    ve.add_argument("--pairs", help='JSONL of {"premise", "hypothesis"}: one scored line out each')
+    ve.add_argument("--aggregate", choices=("min", "mean"), default="min")
+    ve.add_argument("--threshold", type=float, help="override verify.threshold")
+    ve.add_argument("--model", help="verifier source (folder, hf id) instead of models.verifier")
+    ve.add_argument("--json", action="store_true")
+
+    rr = sub.add_parser("rerank", help="order passages by relevance to a query")
+    rr.add_argument("--query", required=True)
+    rr.add_argument("--passages", required=True, help="JSONL ({\"text\"} or strings) or one per line")
+    rr.add_argument("-k", "--top-k", type=int, default=None)
+    rr.add_argument("--model", help="reranker source instead of models.reranker")
+    rr.add_argument("--json", action="store_true")
+
+    ca = sub.add_parser("calibrate", help="choose verify.threshold for a target precision")
+    ca.add_argument("--target-precision", type=float, default=0.95)
+    ca.add_argument("--n", type=int, default=400, help="held-out drafts per source")
+    ca.add_argument("--dry-run", action="store_true", help="print, do not write the settings file")
+    ca.add_argument("--json", action="store_true")
+
+
+def add_bench_parsers(bsub) -> None:
+    for name in ("verifier", "reranker"):
+        b = bsub.add_parser(name, help=f"{name} quality and latency on held-out data, int8 vs fp32")
+        b.add_argument("--n", type=int, default=None, help="held-out items per source/dataset")
+        b.add_argument("--model", help="model folder (default: the configured one)")
+        b.add_argument("--out", help="results folder (default DATA_DIR/bench/<name>)")
+        b.add_argument("--update-card", action="store_true",
+                       help="write the tables into the model folder's README.md")
+        b.add_argument("--json", action="store_true")
+
+
+def _read_lines(path: str) -> list:
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line) if line[0] in "{[\"" else line)
+            except json.JSONDecodeError:
+                out.append(line)
+    return out
+
+
+def read_chunks(path: str, words: int = 150) -> list[str]:
+    """A context file as chunks: JSONL rows (``text`` or strings), else paragraphs cut
+    to at most ``words`` words so each fits the verifier's window."""
+    if path.endswith((".jsonl", ".json")):
+        return [r["text"] if isinstance(r, dict) else str(r) for r in _read_lines(path)]
+    text = Path(path).read_text(encoding="utf-8")
+    out = []
+    for para in (p for p in text.split("\n\n") if p.strip()):
+        w = para.split()
+        out += [" ".join(w[i:i + words]) for i in range(0, len(w), words)]
+    return out
+
+
+def cmd_train(args, settings, _origins) -> int:
+    from specrag.training import run
+
+
+    fn = run.train_verifier if args.model == "verifier" else run.train_reranker
+    out = fn(settings, out=Path(args.out) if args.out else None, scale=args.scale, seed=args.seed,
+             progress=_progress(args) or not args.json, evaluate=not args.no_eval)
+    meta = json.loads((out / "specrag.json").read_text())
+    print(json.dumps({"out": str(out), **meta}, indent=2) if args.json
+          else f"{args.model} written to {out} ({meta['train_stats']})")
+    return 0
+
+
+def cmd_verify(args, settings, _origins) -> int:
+    from specrag.grounding.crossencoder import CrossEncoder
+    from specrag.grounding.verifier import Verifier
+
+    ce = CrossEncoder(settings, "verifier", model=args.model)
+    if args.pairs:
+        rows = _read_lines(args.pairs)
+        scores = ce.predict([(r["premise"], r["hypothesis"]) for r in rows])
+        for r, s in zip(rows, scores):
+            print(json.dumps({**r, "score": round(float(s), 4)}))
+        return 0
+    if not (args.context and args.answer):
+        print("specrag: error: give --context FILE and --answer TEXT, or --pairs FILE", file=sys.stderr)
+        return 2
+    chunks = read_chunks(args.context)
+    verdict = Verifier(settings, scorer=ce, aggregate=args.aggregate,
+                       threshold=args.threshold).verify(args.answer, chunks)
+    if args.json:
+        print(json.dumps(verdict.to_dict(chunks), indent=2))
+        return 0
+    state = "ACCEPTED" if verdict.accepted else "REJECTED"
+    print(f"{state}  score {verdict.score:.3f} ({verdict.aggregate} over sentences, threshold "
+          f"{verdict.threshold})" + ("  [abstention only]" if verdict.abstained else ""))
+    for s in verdict.sentences:
+        where = "abstention" if s.abstention else (
+            f"chunk {s.best_chunk}" if s.best_chunk is not None else "no chunks")
+        print(f"  {s.score:.3f}  {s.sentence}\n         best support: {where}")
+    return 0
+
+
+def cmd_rerank(args, settings, _origins) -> int:
+    from specrag.grounding.crossencoder import CrossEncoder
+
+    rows = _read_lines(args.passages)
+    docs = [r["text"] if isinstance(r, dict) else str(r) for r in rows]
+    ranked = CrossEncoder(settings, "reranker", model=args.model).rank(
+        args.query, docs, top_k=args.top_k, return_documents=True)
+    for rank, r in enumerate(ranked, 1):
+        if args.json:
+            print(json.dumps({"rank": rank, **r, "score": round(r["score"], 4)}))
+        else:
+            print(f"{rank:3}. {r['score']:.3f}  [{r['corpus_id']}] {' '.join(r['text'].split())[:140]}")
+    return 0
+
+
+def cmd_calibrate(args, settings, _origins) -> int:
+    from specrag.training.calibrate import calibrate, settings_file, write_threshold
+
+    result = calibrate(settings, args.target_precision, args.n, progress=_progress(args))
+    path = settings_file(args.config, settings)
+    if not args.dry_run:
+        write_threshold(path, result["threshold"])
+    result["written_to"] = None if args.dry_run else str(path)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        met = "" if result["target_met"] else " (TARGET NOT REACHED: best precision shown)"
+        print(f"verify.threshold = {result['threshold']}: precision {result['precision']:.3f}, "
+              f"recall {result['recall']:.3f} on {result['drafts']} held-out drafts{met}")
+        print(f"written to {path}" if not args.dry_run else "dry run: nothing written")
+    return 0 if result["target_met"] else 1
+
+
+def cmd_bench(args, settings) -> int:
+    if args.bench_command == "verifier":
+        from specrag.bench import verifier as bench
+    else:
+        from specrag.bench import reranker as bench
+    out = Path(args.out) if args.out else settings.data_path / "bench" / args.bench_command
+    kwargs = {"n_per_source" if args.bench_command == "verifier" else "n_per_dataset": args.n}
+    result = bench.run(settings, model_dir=Path(args.model) if args.model else None,
+                       progress=_progress(args), out_dir=out, **kwargs)
+    if args.update_card:
+        from specrag.training.run import write_card
+
+        model_dir = Path(result["model"])
+        write_card(model_dir, json.loads((model_dir / "specrag.json").read_text()),
+                   bench.to_markdown(result))
+    print(json.dumps(result, indent=2) if args.json else bench.to_markdown(result))
+    return 0

@@ -1,0 +1,162 @@
+"""Cross-encoders (text pair -> score) for the verifier and the reranker, one interface.
+
+``CrossEncoder(settings, "verifier").predict([(premise, claim), ...])`` returns one
+float per pair in [0, 1]; ``rank(query, documents, top_k)`` returns
+``[{"corpus_id", "score"(, "text")}]`` best first (sentence-transformers' vocabulary).
+Backends, chosen by what the model folder holds (``backend="auto"``):
+
+- ``onnx-int8`` / ``onnx-fp32``: a folder with ``model-int8.onnx`` (what
+  ``specrag train`` writes and the repository ships) and a ``tokenizer.json``;
+  ``specrag.json`` in it records the max length. Pairs are sorted by length before
+  batching so each batch pads little.
+- ``torch``: a sentence-transformers ``CrossEncoder`` for a Hub id (e.g.
+  ``cross-encoder/ms-marco-MiniLM-L-6-v2``) or a local Hugging Face folder. Models
+  with several labels (NLI) give P(entailment).
+
+Deliberately not here: which model a role uses (``sources``), splitting drafts into
+claims and aggregating (``verifier``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from specrag import sources
+from specrag.settings import Settings
+
+BACKENDS = ("auto", "onnx-int8", "onnx-fp32", "torch")
+DEFAULT_MAX_LENGTH = 256
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+class CrossEncoder:
+    def __init__(self, settings: Settings, role: str = "verifier", model: str | None = None,
+                 backend: str = "auto", batch_size: int = 32, max_length: int | None = None,
+                 threads: int = 0, onnx_path: str | None = None):
+        if backend not in BACKENDS:
+            raise ValueError(f"cross-encoder backend must be one of {BACKENDS}, got '{backend}'")
+        self.settings = settings
+        self.role = role
+        self.model = model  # a source string; None: the role's configured source
+        self.backend = backend
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.threads = threads
+        self.onnx_path = onnx_path
+        self.model_dir: Path | None = None
+        self._session = None
+        self._st = None
+        self._tok = None
+        self._entail = None  # label index of "entailment" for multi-label models
+        self._lock = threading.Lock()
+
+    # -- loading ---------------------------------------------------------------
+    def warm_up(self) -> "CrossEncoder":
+        """Resolve and load the model once; later calls return at once."""
+        with self._lock:
+            if self._session is not None or self._st is not None:
+                return self
+            settings = self.settings
+            if self.model:
+                settings = settings.with_values(**{f"models.{self.role}": self.model})
+            model_dir = sources.resolve(self.role, settings)
+            meta = _meta(model_dir)
+            backend = self.backend
+            if backend == "auto":
+                backend = "onnx-int8" if (model_dir / "model-int8.onnx").exists() else "torch"
+            self.max_length = self.max_length or int(meta.get("max_length", DEFAULT_MAX_LENGTH))
+            if backend == "torch":
+                self._load_torch(model_dir)
+            else:
+                self._load_onnx(model_dir, backend)
+            self.backend, self.model_dir = backend, model_dir
+        return self
+
+    def _load_onnx(self, model_dir: Path, backend: str) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as err:  # pragma: no cover
+            raise ImportError("the ONNX cross-encoder needs onnxruntime and tokenizers: "
+                              "pip install onnxruntime tokenizers") from err
+        path = Path(self.onnx_path) if self.onnx_path else model_dir / f"model-{backend[5:]}.onnx"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found ({self.role} backend {backend})")
+        tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
+        tok.enable_padding(pad_id=tok.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+        opts = ort.SessionOptions()
+        if self.threads:
+            opts.intra_op_num_threads = self.threads
+        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self._inputs = [i.name for i in self._session.get_inputs()]
+        self._tok = tok
+
+    def _load_torch(self, model_dir: Path) -> None:
+        try:
+            from sentence_transformers import CrossEncoder as STCrossEncoder
+        except ImportError as err:  # pragma: no cover
+            raise ImportError("Hugging Face cross-encoders need sentence-transformers: "
+                              "pip install sentence-transformers") from err
+        st = STCrossEncoder(str(model_dir), device="cpu", max_length=self.max_length)
+        labels = {int(k): str(v).lower() for k, v in (st.config.id2label or {}).items()}
+        if len(labels) > 1:
+            self._entail = next((i for i, n in labels.items() if "entail" in n), max(labels))
+        self._st = st
+
+    # -- scoring ---------------------------------------------------------------
+    def predict(self, pairs: list[tuple[str, str]], batch_size: int | None = None) -> np.ndarray:
+        """One score in [0, 1] per (text_a, text_b) pair, in input order."""
+        self.warm_up()
+        pairs = [(str(a), str(b)) for a, b in pairs]
+        if not pairs:
+            return np.zeros(0, dtype=np.float32)
+        bs = batch_size or self.batch_size
+        if self._st is not None:
+            if self._entail is not None:
+                logits = self._st.predict(pairs, batch_size=bs, activation_fn=_identity(),
+                                          convert_to_numpy=True, show_progress_bar=False)
+                e = np.exp(logits - logits.max(axis=1, keepdims=True))
+                return (e / e.sum(axis=1, keepdims=True))[:, self._entail].astype(np.float32)
+            return np.asarray(self._st.predict(pairs, batch_size=bs, convert_to_numpy=True,
+                                               show_progress_bar=False), dtype=np.float32)
+        order = np.argsort([len(a) + len(b) for a, b in pairs])
+        out = np.empty(len(pairs), dtype=np.float32)
+        for start in range(0, len(pairs), bs):
+            idx = order[start:start + bs]
+            out[idx] = self._onnx_batch([pairs[i] for i in idx])
+        return out
+
+    def _onnx_batch(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        encs = self._tok.encode_batch(pairs)
+        feed = {"input_ids": np.array([e.ids for e in encs], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encs], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encs], dtype=np.int64)}
+        logits = self._session.run(None, {n: feed[n] for n in self._inputs})[0]
+        return _sigmoid(logits.reshape(len(pairs), -1)[:, 0]).astype(np.float32)
+
+    def rank(self, query: str, documents: list[str], top_k: int | None = None,
+             return_documents: bool = False, batch_size: int | None = None) -> list[dict]:
+        """Documents ordered by score for ``query``, best first (ties keep input order)."""
+        scores = self.predict([(query, d) for d in documents], batch_size)
+        order = sorted(range(len(documents)), key=lambda i: -float(scores[i]))[:top_k]
+        return [{"corpus_id": i, "score": float(scores[i]),
+                 **({"text": documents[i]} if return_documents else {})} for i in order]
+
+
+def _identity():
+    import torch
+
+    return torch.nn.Identity()
+
+
+def _meta(model_dir: Path) -> dict:
+    path = model_dir / "specrag.json"
+    return json.loads(path.read_text()) if path.is_file() else {}

@@ -1,0 +1,5 @@
+"""Documents in: parse (``parsers``), cut into chunks (``chunker``), store them in Chroma
+with a two-phase commit (``ingestor``).
+
+Deliberately not here: embedding and the store itself (``retrieval``).
+"""

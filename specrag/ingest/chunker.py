@@ -1,0 +1,172 @@
+"""Cut a parsed document into overlapping chunks measured in embedder tokens.
+
+Units are runs of sections that share a page and heading, so every chunk has one
+page and one nearest heading. Inside a unit, text is split into sentences (a run-on
+sentence into token windows) and packed greedily up to ``chunk_size`` tokens; a chunk
+ends at a paragraph break rather than mid-paragraph when that keeps it at least half
+full. Each new chunk starts with the last whole sentences of the previous one, up to
+``chunk_overlap`` tokens, so context at a boundary is seen on both sides.
+
+Deliberately not here: parsing files (``parsers``) and embedding (``embedder``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from specrag.types import Chunk, ParsedDocument
+
+_PARA = re.compile(r"\n\s*\n")
+# a sentence ends at . ! ? (optionally closed by quotes/brackets) followed by space
+_SENT = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+@dataclass(frozen=True)
+class _Piece:
+    start: int
+    end: int
+    tokens: int
+    para_end: bool = False
+
+
+def _size(pieces: list[_Piece]) -> int:
+    return sum(p.tokens for p in pieces)
+
+
+class Chunker:
+    def __init__(self, tokenizer, chunk_size: int = 200, chunk_overlap: int = 40):
+        if chunk_size < 16:
+            raise ValueError("chunk_size must be at least 16 tokens")
+        if not 0 <= chunk_overlap < chunk_size // 2:
+            raise ValueError("chunk_overlap must be >= 0 and under half of chunk_size")
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self._tok = _counting_tokenizer(tokenizer)
+
+    def chunk(self, doc: ParsedDocument, doc_id: str, collection: str = "default") -> list[Chunk]:
+        chunks: list[Chunk] = []
+        for (start, end, page, heading) in _units(doc):
+            for (cs, ce) in self._spans(doc.text, start, end):
+                text = doc.text[cs:ce]
+                chunks.append(Chunk(
+                    id=f"{doc_id}:{doc.sha256[:12]}:{len(chunks):05d}", doc_id=doc_id,
+                    source=doc.source, text=text, index=len(chunks), start=cs, end=ce,
+                    content_hash=hashlib.sha256(text.encode()).hexdigest()[:16],
+                    version=doc.sha256, page=page, heading=heading, collection=collection))
+        return chunks
+
+    # -- internals ---------------------------------------------------------------
+    def _spans(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
+        current: list[_Piece] = []
+        for piece in self._pieces(text, start, end):
+            while current and _size(current) + piece.tokens > self.chunk_size:
+                cut = self._cut_point(current)
+                emitted, rest = current[:cut], current[cut:]
+                if not spans or emitted[-1].end > spans[-1][1]:
+                    spans.append((emitted[0].start, emitted[-1].end))
+                current = self._overlap(emitted) + rest
+                # the carried overlap gives way when it leaves no room for the next piece
+                while current[:-len(rest) or None] and _size(current) + piece.tokens > self.chunk_size:
+                    current.pop(0)
+                if current == rest and rest and _size(rest) + piece.tokens > self.chunk_size:
+                    continue
+                break
+            current.append(piece)
+        if current and (not spans or current[-1].end > spans[-1][1]):
+            spans.append((current[0].start, current[-1].end))
+        return spans
+
+    def _cut_point(self, pieces: list[_Piece]) -> int:
+        """Cut after the last paragraph end that leaves the chunk at least half full."""
+        acc, best = 0, len(pieces)
+        for j, p in enumerate(pieces[:-1]):
+            acc += p.tokens
+            if p.para_end and acc >= self.chunk_size // 2:
+                best = j + 1
+        return best
+
+    def _overlap(self, previous: list[_Piece]) -> list[_Piece]:
+        carried: list[_Piece] = []
+        size = 0
+        for piece in reversed(previous):
+            if size + piece.tokens > self.chunk_overlap:
+                break
+            carried.insert(0, piece)
+            size += piece.tokens
+        return carried
+
+    def _pieces(self, text: str, start: int, end: int) -> list[_Piece]:
+        """Sentences (or token windows of run-on sentences), marking paragraph ends."""
+        out: list[_Piece] = []
+        for ps, pe in _split(text, start, end, _PARA):
+            sentences: list[_Piece] = []
+            for ss, se in _split(text, ps, pe, _SENT):
+                m = self._count(text[ss:se])
+                if m <= self.chunk_size:
+                    sentences.append(_Piece(ss, se, m))
+                else:
+                    sentences.extend(self._token_windows(text, ss, se))
+            sentences[-1] = _Piece(sentences[-1].start, sentences[-1].end,
+                                   sentences[-1].tokens, para_end=True)
+            out.extend(sentences)
+        return out
+
+    def _token_windows(self, text: str, start: int, end: int) -> list[_Piece]:
+        """Last resort for one enormous sentence: cut at token offsets."""
+        enc = self._tok.encode(text[start:end], add_special_tokens=False)
+        step = self.chunk_size - self.chunk_overlap
+        pieces = []
+        for i in range(0, len(enc.offsets), step):
+            window = enc.offsets[i:i + self.chunk_size]
+            pieces.append(_Piece(start + window[0][0], start + window[-1][1], len(window)))
+            if i + self.chunk_size >= len(enc.offsets):
+                break
+        return pieces
+
+    def _count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+
+def _split(text: str, start: int, end: int, pattern: re.Pattern) -> list[tuple[int, int]]:
+    """Non-empty, whitespace-trimmed spans of text[start:end] between matches."""
+    spans, pos = [], start
+    for m in pattern.finditer(text, start, end):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, end))
+    out = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            out.append((s, e))
+    return out
+
+
+def _units(doc: ParsedDocument) -> list[tuple[int, int, int | None, str | None]]:
+    """Merge neighbouring sections with the same page and heading."""
+    units: list[list] = []
+    for s in doc.sections:
+        if not s.text.strip():
+            continue
+        key = (s.page, s.heading)
+        if units and (units[-1][2], units[-1][3]) == key:
+            units[-1][1] = s.start + len(s.text)
+        else:
+            units.append([s.start, s.start + len(s.text), s.page, s.heading])
+    return [tuple(u) for u in units]
+
+
+def _counting_tokenizer(tokenizer):
+    """A copy of the tokenizer without truncation/padding, so counts are exact."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(tokenizer.to_str())
+    tok.no_truncation()
+    tok.no_padding()
+    return tok

@@ -1,0 +1,214 @@
+"""Files in, chunks stored: parse, chunk, embed and commit documents in groups.
+
+``Ingestor(settings).ingest(paths, collection)`` returns an ``IngestReport`` with one
+``FileResult`` per file, in order. A file that cannot be read, parsed or chunked fails
+alone with a one-line reason; the others go in. Unchanged files (same sha256) are
+skipped; a changed file replaces its old chunks atomically (see ``store``). Files
+are processed in groups so the encoder sees full batches and Chroma gets few, large
+calls. ``on_progress(done, total, result)`` is called after every file.
+
+Deliberately not here: format parsing (``parsers``), chunk boundaries (``chunker``),
+visibility rules (``store``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Iterable
+
+from specrag.ingest.chunker import Chunker
+from specrag.ingest.parsers import SUPPORTED_EXTENSIONS, parse_bytes
+from specrag.retrieval.embedder import Embedder
+from specrag.retrieval.store import Store, check_collection_name
+from specrag.security.access import authorize
+from specrag.settings import Settings
+from specrag.types import Chunk, DocumentInfo, FileResult, IngestError, IngestReport, ParsedDocument
+
+Progress = Callable[[int, int, FileResult], None]
+GROUP_CHUNKS = 512  # chunks embedded and stored per group
+_ODD_CHARS = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+
+
+def doc_id_for(collection: str, source: str) -> str:
+    """Stable id of a document: the same name in the same collection is the same document."""
+    return hashlib.sha1(f"{collection}\x00{source}".encode()).hexdigest()[:16]
+
+
+def clean_source(name: str) -> str:
+    """A relative, forward-slash name with no empty, '.' or '..' parts (may be '')."""
+    # security: undecodable names (surrogates) and control/bidi characters are hostile
+    name = _ODD_CHARS.sub("", str(name).encode("utf-8", "replace").decode("utf-8"))
+    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    return "/".join(parts)
+
+
+def expand(paths: Iterable[str | os.PathLike]) -> list[tuple[Path, str]]:
+    """``(path, source name)`` for files and for supported files under directories."""
+    out: list[tuple[Path, str]] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                rel = f.relative_to(p)
+                if (f.is_file() and f.suffix.lower() in SUPPORTED_EXTENSIONS
+                        and not any(part.startswith(".") for part in rel.parts)):
+                    out.append((f, rel.as_posix()))
+        else:
+            out.append((p, p.name))
+    return out
+
+
+class Ingestor:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None,
+                 store: Store | None = None):
+        self.settings = settings
+        self.embedder = embedder or Embedder(settings)
+        self.store = store or Store(settings)
+        self._chunker: Chunker | None = None
+
+    def warm_up(self) -> "Ingestor":
+        if self._chunker is None:
+            self.embedder.warm_up()
+            self.store.warm_up()
+            c = self.settings.chunking
+            self._chunker = Chunker(self.embedder.tokenizer, c.chunk_size, c.chunk_overlap)
+        return self
+
+    def ingest(self, paths: Iterable[str | os.PathLike], collection: str | None = None,
+               on_progress: Progress | None = None, principal=None) -> IngestReport:
+        """Ingest files and folders from disk."""
+        limit = int(self.settings.chunking.max_file_mb * 1024 * 1024)
+        items = [(src, _reader(path, limit)) for path, src in expand(paths)]
+        return self.ingest_items(items, collection, on_progress, principal)
+
+    def ingest_bytes(self, files: list[tuple[str, bytes]], collection: str | None = None,
+                     on_progress: Progress | None = None, principal=None) -> IngestReport:
+        """Ingest in-memory uploads given as ``(file name, bytes)``.
+
+        Parsed in memory: no temporary file is written (see ``security.crypto``)."""
+        return self.ingest_items([(n, (lambda d=d: d)) for n, d in files], collection,
+                                 on_progress, principal)
+
+    def ingest_items(self, items: list[tuple[str, Callable[[], bytes]]],
+                     collection: str | None, on_progress: Progress | None,
+                     principal=None) -> IngestReport:
+        collection = check_collection_name(collection or self.settings.store.collection)
+        authorize(self.settings, "write", collection, principal)  # security: collection ACL
+        self.warm_up()
+        self.store.recover(collection)
+        # one registry read for the whole batch instead of one round trip per file
+        known = {d.doc_id: d for d in self.store.documents(collection)}
+        results: list[FileResult | None] = [None] * len(items)
+        group: list[tuple[int, ParsedDocument, list[Chunk], float, bool]] = []
+        group_ids: set[str] = set()
+        group_chunks = 0
+        done = 0
+
+        def report(i: int, result: FileResult) -> None:
+            nonlocal done
+            results[i] = result
+            done += 1
+            if on_progress:
+                on_progress(done, len(items), result)
+
+        for i, (raw_name, read) in enumerate(items):
+            t0 = time.perf_counter()
+            source = clean_source(raw_name)
+            if doc_id_for(collection, source) in group_ids:
+                self._store_group(group, collection, report, known)  # same name twice: keep order
+                group, group_ids, group_chunks = [], set(), 0
+            try:
+                doc, chunks, existing = self._prepare(source, read, collection, known)
+            except IngestError as err:
+                report(i, FileResult(source, "failed", reason=str(err),
+                                     seconds=time.perf_counter() - t0))
+                continue
+            except Exception as err:  # noqa: BLE001 - one bad file must not stop the batch
+                reason = f"{source}: unexpected {type(err).__name__}: {str(err)[:200]}"
+                report(i, FileResult(source, "failed", reason=reason.splitlines()[0],
+                                     seconds=time.perf_counter() - t0))
+                continue
+            if existing is not None and existing.version == doc.sha256:
+                report(i, FileResult(source, "unchanged", chunks=existing.chunks,
+                                     doc_id=existing.doc_id, seconds=time.perf_counter() - t0))
+                continue
+            group.append((i, doc, chunks, t0, existing is not None))
+            group_ids.add(chunks[0].doc_id)
+            group_chunks += len(chunks)
+            if group_chunks >= GROUP_CHUNKS:
+                self._store_group(group, collection, report, known)
+                group, group_ids, group_chunks = [], set(), 0
+        if group:
+            self._store_group(group, collection, report, known)
+        return IngestReport(tuple(r for r in results if r is not None))
+
+    def delete(self, doc_id_or_source: str, collection: str | None = None,
+               principal=None) -> bool:
+        collection = check_collection_name(collection or self.settings.store.collection)
+        authorize(self.settings, "write", collection, principal)  # security: collection ACL
+        self.store.warm_up()
+        for doc in self.store.documents(collection):
+            if doc_id_or_source in (doc.doc_id, doc.source):
+                return self.store.delete(collection, doc.doc_id)
+        return False
+
+    # -- internals -------------------------------------------------------------------
+    def _prepare(self, source: str, read: Callable[[], bytes], collection: str,
+                 known: dict[str, DocumentInfo]):
+        limit = int(self.settings.chunking.max_file_mb * 1024 * 1024)
+        data = read()
+        doc = parse_bytes(data, source, max_bytes=limit)
+        doc = replace(doc, source=source)
+        doc_id = doc_id_for(collection, doc.source)
+        existing = known.get(doc_id)
+        if existing is not None and existing.version == doc.sha256:
+            return doc, [], existing
+        chunks = self._chunker.chunk(doc, doc_id, collection)
+        if not chunks:
+            raise IngestError(f"{source}: no text to index")
+        return doc, chunks, existing
+
+    def _store_group(self, group, collection: str, report,
+                     known: dict[str, DocumentInfo]) -> None:
+        all_chunks = [c for _, _, chunks, _, _ in group for c in chunks]
+        try:
+            vectors = self.embedder.encode_documents([c.text for c in all_chunks])
+            self.store.begin(collection, [(c[0].doc_id, d.source, d.sha256)
+                                          for _, d, c, _, _ in group])
+            self.store.add_chunks(collection, all_chunks, vectors)
+            now = time.time()
+            infos = [DocumentInfo(doc_id=c[0].doc_id, source=d.source, version=d.sha256,
+                                  chunks=len(c), size_bytes=d.size_bytes, format=d.format,
+                                  ingested_at=now, pages=d.pages) for _, d, c, _, _ in group]
+            self.store.commit(collection, infos)
+            known.update((i.doc_id, i) for i in infos)
+        except Exception as err:  # noqa: BLE001 - report, the store hides uncommitted chunks
+            for i, doc, _, t0, _ in group:
+                report(i, FileResult(doc.source, "failed", seconds=time.perf_counter() - t0,
+                                     reason=f"{doc.source}: could not store chunks "
+                                            f"({type(err).__name__}: {str(err)[:160]})"))
+            return
+        for i, doc, chunks, t0, existed in group:
+            status = "replaced" if existed else "added"
+            report(i, FileResult(doc.source, status, chunks=len(chunks), doc_id=chunks[0].doc_id,
+                                 seconds=time.perf_counter() - t0))
+
+
+def _reader(path: Path, limit: int) -> Callable[[], bytes]:
+    def read() -> bytes:
+        try:
+            if path.stat().st_size > limit:  # don't pull a huge file into memory to reject it
+                raise IngestError(f"{path.name}: file is larger than the "
+                                  f"{limit / 1048576:.0f} MB limit")
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise IngestError(f"{path.name}: file not found") from None
+        except IsADirectoryError:
+            raise IngestError(f"{path.name}: is a directory") from None
+        except OSError as err:
+            raise IngestError(f"{path.name}: cannot read ({err.strerror})") from None
+    return read

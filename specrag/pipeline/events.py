@@ -1,0 +1,101 @@
+"""What the speculative engine emits: stage events while it runs, an ``Answer`` at the end.
+
+The UI, CLI and benchmark only render these records. ``StageEvent.kind`` is one of
+``KINDS``, in this order for a single question (stages a policy skips are absent):
+retrieved, draft_token*, draft_done, verdict, rerank_done, heavy_token*, heavy_done,
+final; ``draft_failed`` (its ``text`` says why) takes the place of draft_done and verdict
+when the draft's generation fails and the heavy tier answers instead. ``t_ms`` is milliseconds since the question arrived.
+
+Deliberately not here: how the stages run (``engine``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specrag.generators.base import Usage
+from specrag.grounding.verifier import Verdict
+from specrag.types import Chunk, Hit
+
+KINDS = ("retrieved", "draft_token", "draft_done", "draft_failed", "verdict", "rerank_done",
+         "heavy_token", "heavy_done", "final")
+POLICIES = ("lazy", "eager", "draft-only", "heavy-only")
+
+
+@dataclass(frozen=True)
+class Draft:
+    text: str
+    chunks: tuple[Chunk, ...]
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class HeavyAnswer:
+    text: str
+    chunks: tuple[Chunk, ...]
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Citation:
+    number: int
+    source: str
+    page: int | None
+    text: str
+    chunk_id: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    text: str
+    tier: str  # "draft" or "heavy"
+    policy: str
+    draft: Draft | None = None
+    verdict: Verdict | None = None
+    heavy: HeavyAnswer | None = None
+    citations: tuple[Citation, ...] = ()
+    hits: tuple[Hit, ...] = ()
+    verify_chunks: tuple[Chunk, ...] = ()  # what the verdict's best_chunk indexes into
+    timings_ms: dict = field(default_factory=dict)
+    usage: tuple[Usage, ...] = ()
+    cost_usd: float = 0.0
+    heavy_only_cost_usd: float = 0.0
+    heavy_cancelled: bool = False
+    draft_error: str = ""  # why the draft failed, when it did (the heavy tier answered)
+
+    @property
+    def accepted(self) -> bool:
+        return self.tier == "draft" and self.verdict is not None and self.verdict.accepted
+
+    def to_dict(self) -> dict:
+        def usage(u: Usage) -> dict:
+            return {k: getattr(u, k) for k in Usage.__dataclass_fields__}
+
+        return {
+            "question": self.question, "answer": self.text, "tier": self.tier,
+            "policy": self.policy,
+            "draft": self.draft.text if self.draft else None,
+            "verdict": self.verdict.to_dict([c.text for c in self.verify_chunks])
+            if self.verdict else None,
+            "heavy": self.heavy.text if self.heavy else None,
+            "citations": [c.__dict__ for c in self.citations],
+            "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
+            "usage": [usage(u) for u in self.usage], "cost_usd": self.cost_usd,
+            "heavy_only_cost_usd": self.heavy_only_cost_usd,
+            "heavy_cancelled": self.heavy_cancelled,
+            "draft_error": self.draft_error or None,
+        }
+
+
+@dataclass(frozen=True)
+class StageEvent:
+    kind: str
+    t_ms: float
+    text: str = ""  # token text for *_token events
+    hits: tuple[Hit, ...] = ()
+    draft: Draft | None = None
+    verdict: Verdict | None = None
+    heavy: HeavyAnswer | None = None
+    reranked: tuple[Hit, ...] = ()
+    answer: Answer | None = None

@@ -1,0 +1,124 @@
+"""The front door for answering questions: admission, budgets, ledger, tracing, failover.
+
+``Service(settings)`` assembles the speculative engine of ``pipeline.build`` (resilient
+tiers, verifier, reranker, audit), the SQLite ``Ledger`` and OpenTelemetry
+(``instrument``). ``astream(question, session=..., collection=...)`` has the engine's
+signature plus ``session``, so the app and the CLI can use either:
+
+1. the ``AdmissionGate`` admits it or raises ``BusyError`` ("busy, try again"),
+2. the ``Budget`` may degrade it to ``draft-only`` or refuse it (``BudgetExceeded``),
+3. it runs in its own task with the ledger scope (session, collection, question id)
+   set there, so concurrent questions never mix their accounting or spans.
+
+``usage(by=...)`` and ``budget_status(session)`` are the reporting API. An engine
+passed in (tests, the chaos benchmark) is used as is, with the same wrappers added.
+
+Deliberately not here: the pipeline itself (``engine``), rendering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from specrag.observability.budget import Budget, BudgetDecision, BudgetExceeded
+from specrag.observability.instrument import instrument
+from specrag.observability.ledger import Ledger, scope
+from specrag.observability.telemetry import Telemetry
+from specrag.resilience.concurrency import AdmissionGate, BusyError, isolated
+
+log = logging.getLogger(__name__)
+
+
+class Service:
+    def __init__(self, settings, engine=None, *, ledger: Ledger | None = None,
+                 telemetry: Telemetry | None = None, gate: AdmissionGate | None = None):
+        self.settings = settings
+        self.engine = engine
+        self.ledger = ledger
+        self.telemetry = telemetry
+        self.gate = gate
+        self.budget: Budget | None = None
+        self._assembled = False
+
+    def _assemble(self) -> "Service":
+        """Wire the parts (cheap, no model loading); idempotent."""
+        if self._assembled:
+            return self
+        s = self.settings
+        if self.engine is None:  # the same engine the app serves, audit included
+            from specrag.pipeline.build import build_engine
+
+            self.engine = build_engine(s)
+        if self.ledger is None and s.budget.ledger:
+            self.ledger = Ledger.from_settings(s)
+        self.telemetry = self.telemetry or Telemetry(s)
+        instrument(self.engine, self.telemetry, observers=[self.ledger] if self.ledger else [])
+        self.gate = self.gate or AdmissionGate.from_settings(s)
+        if self.ledger is not None:
+            self.budget = Budget(s, self.ledger)
+        self._assembled = True
+        return self
+
+    def warm_up(self) -> "Service":
+        self._assemble()
+        self.telemetry.warm_up()
+        if self.ledger is not None:
+            self.ledger.warm_up()
+        self.engine.warm_up()
+        return self
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Finish background work, then close the ledger. A command-line run calls this
+        before it exits: audit scoring runs in a daemon thread inside onnxruntime, and an
+        interpreter that exits under it aborts ("terminate called without an active
+        exception")."""
+        auditor = getattr(self.engine, "auditor", None)
+        if auditor is not None:
+            auditor.wait(timeout_s)
+        if self.ledger is not None:
+            self.ledger.close()
+
+    # -- answering ----------------------------------------------------------------------
+    async def astream(self, question: str, *, session: str = "anonymous", policy: str | None = None,
+                      collection: str | None = None, source=None, **engine_kw):
+        """The engine's events; ``engine_kw`` (e.g. ``principal``) goes to the engine as is."""
+        self._assemble()
+        async for event in isolated(lambda: self._run(question, session, policy, collection, source,
+                                                      engine_kw)):
+            yield event
+
+    async def _run(self, question, session, policy, collection, source, engine_kw):
+        try:
+            async with self.gate.slot():
+                decision = (self.budget.check(session, policy) if self.budget
+                            else BudgetDecision(policy))
+                if decision.degraded:
+                    log.warning("session %s: %s", session, decision.reason)
+                with scope(session, collection or self.settings.store.collection):
+                    async for event in self.engine.astream(question, policy=decision.policy,
+                                                           collection=collection, source=source,
+                                                           **engine_kw):
+                        yield event
+        except (BusyError, BudgetExceeded) as err:
+            self.telemetry.record_rejection(type(err).__name__, str(err), session)
+            raise
+
+    async def aask(self, question: str, **kw):
+        answer = None
+        async for event in self.astream(question, **kw):
+            if event.kind == "final":
+                answer = event.answer
+        return answer
+
+    def ask(self, question: str, **kw):
+        return asyncio.run(self.aask(question, **kw))
+
+    # -- reporting ----------------------------------------------------------------------
+    def usage(self, by: str = "session", **filters) -> list[dict]:
+        self._assemble()
+        return self.ledger.summary(by, **filters) if self.ledger else []
+
+    def budget_status(self, session: str) -> dict:
+        self._assemble()
+        return self.budget.status(session) if self.budget else {}

@@ -1,0 +1,68 @@
+"""Dense retrieval: encode the query with the bi-encoder, take the top-k from Chroma.
+
+``Retriever(settings).retrieve("question")`` returns a ``Retrieval`` with the hits
+(best first, cosine scores) and how long encoding and the vector search took.
+``retrieve_many`` encodes a list of queries in one batch for scripts and benchmarks.
+
+Deliberately not here: reranking (a cross-encoder, see the verifier issue) and any
+answer generation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from specrag.retrieval.embedder import Embedder
+from specrag.retrieval.store import Store, check_collection_name
+from specrag.security.access import authorize
+from specrag.settings import Settings
+from specrag.types import Hit
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    query: str
+    hits: tuple[Hit, ...]
+    encode_ms: float
+    search_ms: float
+
+    @property
+    def total_ms(self) -> float:
+        return self.encode_ms + self.search_ms
+
+
+class Retriever:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None,
+                 store: Store | None = None):
+        self.settings = settings
+        self.embedder = embedder or Embedder(settings)
+        self.store = store or Store(settings)
+
+    def warm_up(self) -> "Retriever":
+        self.embedder.warm_up()
+        self.store.warm_up()
+        return self
+
+    def retrieve(self, query: str, top_k: int | None = None, collection: str | None = None,
+                 source: str | list[str] | None = None, principal=None) -> Retrieval:
+        return self.retrieve_many([query], top_k, collection, source, principal)[0]
+
+    def retrieve_many(self, queries: list[str], top_k: int | None = None,
+                      collection: str | None = None,
+                      source: str | list[str] | None = None, principal=None) -> list[Retrieval]:
+        collection = check_collection_name(collection or self.settings.store.collection)
+        authorize(self.settings, "read", collection, principal)  # security: collection ACL
+        self.warm_up()
+        k = top_k or self.settings.retrieval.top_k
+        t0 = time.perf_counter()
+        vectors = self.embedder.encode_queries(queries)
+        t1 = time.perf_counter()
+        out = []
+        encode_ms = (t1 - t0) * 1000 / max(1, len(queries))
+        for query, vec in zip(queries, vectors):
+            s0 = time.perf_counter()
+            hits = self.store.query(collection, [vec], k, source)[0]
+            out.append(Retrieval(query, tuple(hits), encode_ms,
+                                 (time.perf_counter() - s0) * 1000))
+        return out

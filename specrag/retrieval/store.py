@@ -1,0 +1,242 @@
+"""Chroma-backed chunk store with a per-collection document registry.
+
+Each knowledge base has two Chroma collections: ``specrag_chunks_NAME`` (one record
+per chunk, cosine HNSW, specrag's own embeddings) and ``specrag_docs_NAME`` (one
+record per document: committed ``version``, in-flight ``pending`` and ``stale``
+versions). Search excludes the chunks of pending and stale versions, so a document
+becomes visible only once all its chunks are stored, a replaced version disappears
+as a whole, and a crash mid-ingest leaves nothing half-visible; ``recover()`` sweeps
+the leftovers. Embedded ``PersistentClient`` by default, ``HttpClient`` when
+``store.chroma_url`` is set. One writer per collection at a time is assumed.
+
+Deliberately not here: embedding, parsing, chunking (``ingest`` wires those up).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from urllib.parse import urlparse
+
+from specrag.settings import Settings
+from specrag.types import Chunk, DocumentInfo, Hit, SpecragError
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,48}[a-z0-9]$|^[a-z0-9]$")
+_CHUNKS, _DOCS = "specrag_chunks_", "specrag_docs_"
+MAX_OVERFETCH = 2000  # hidden chunks dropped in Python before falling back to a $nin filter
+
+
+def check_collection_name(name: str) -> str:
+    if not _NAME.match(name or ""):
+        raise SpecragError(f"collection name '{name}' is invalid: use 1-50 lowercase letters, "
+                           "digits, '-' or '_', starting and ending with a letter or digit")
+    return name
+
+
+class Store:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._client = None
+        self._lock = threading.Lock()
+        self._batch = 0
+
+    def warm_up(self) -> "Store":
+        with self._lock:
+            if self._client is None:
+                import chromadb
+                from chromadb.config import Settings as ChromaSettings
+
+                cs = ChromaSettings(anonymized_telemetry=False)
+                url = self.settings.store.chroma_url
+                if url:
+                    u = urlparse(url)
+                    self._client = chromadb.HttpClient(host=u.hostname, port=u.port or 8000,
+                                                       ssl=u.scheme == "https", settings=cs)
+                else:
+                    path = self.settings.data_path / "chroma"
+                    path.mkdir(parents=True, exist_ok=True)
+                    self._client = chromadb.PersistentClient(path=str(path), settings=cs)
+                self._batch = self._client.get_max_batch_size()
+        return self
+
+    # -- collections ---------------------------------------------------------------
+    def _pair(self, name: str, create: bool = True):
+        self.warm_up()
+        check_collection_name(name)
+        # embedding_function=None: Chroma's default would download a model
+        kw = dict(embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+        if not create:
+            try:
+                return (self._client.get_collection(_CHUNKS + name, embedding_function=None),
+                        self._client.get_collection(_DOCS + name, embedding_function=None))
+            except Exception:  # noqa: BLE001 - chroma raises different types per client
+                raise SpecragError(f"collection '{name}' does not exist: ingest documents "
+                                   "into it first") from None
+        return (self._client.get_or_create_collection(_CHUNKS + name, **kw),
+                self._client.get_or_create_collection(_DOCS + name, **kw))
+
+    def collections(self) -> list[str]:
+        self.warm_up()
+        names = [getattr(c, "name", c) for c in self._client.list_collections()]
+        return sorted(n[len(_CHUNKS):] for n in names if n.startswith(_CHUNKS))
+
+    def drop_collection(self, name: str) -> None:
+        self.warm_up()
+        for prefix in (_CHUNKS, _DOCS):
+            try:
+                self._client.delete_collection(prefix + check_collection_name(name))
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+    # -- document registry -----------------------------------------------------------
+    def _record(self, docs, doc_id: str) -> dict | None:
+        got = docs.get(ids=[doc_id], include=["metadatas"])
+        return dict(got["metadatas"][0]) if got["ids"] else None
+
+    def _put(self, docs, doc_id: str, meta: dict) -> None:
+        meta["busy"] = int(bool(meta.get("pending") or meta.get("stale")))
+        docs.upsert(ids=[doc_id], embeddings=[[1.0]], metadatas=[meta])
+
+    def document(self, collection: str, doc_id: str) -> DocumentInfo | None:
+        _, docs = self._pair(collection)
+        meta = self._record(docs, doc_id)
+        return _info(doc_id, meta) if meta and meta.get("version") else None
+
+    def documents(self, collection: str) -> list[DocumentInfo]:
+        _, docs = self._pair(collection, create=False)
+        got = docs.get(include=["metadatas"])
+        infos = [_info(i, m) for i, m in zip(got["ids"], got["metadatas"]) if m.get("version")]
+        return sorted(infos, key=lambda d: d.source)
+
+    # -- writing (batched: one Chroma call per step for a whole group of files) -----
+    def begin(self, collection: str, docs_: list[tuple[str, str, str]]) -> None:
+        """Announce new versions ``(doc_id, source, version)``; invisible until ``commit``."""
+        chunks, docs = self._pair(collection)
+        ids = [d[0] for d in docs_]
+        got = docs.get(ids=ids, include=["metadatas"])
+        existing = dict(zip(got["ids"], got["metadatas"]))
+        metas = []
+        for doc_id, source, version in docs_:
+            meta = dict(existing.get(doc_id) or {"version": "", "source": source})
+            # leftovers of an interrupted earlier attempt must not mix with the new chunks
+            for v in {meta.get("pending"), version} - {"", None, meta.get("version")}:
+                if doc_id in existing:
+                    chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": v}]})
+            meta.update(pending=version, busy=1)
+            metas.append(meta)
+        docs.upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=metas)
+
+    def add_chunks(self, collection: str, chunks_: list[Chunk], embeddings) -> None:
+        chunks, _ = self._pair(collection)
+        for i in range(0, len(chunks_), self._batch):
+            part = chunks_[i:i + self._batch]
+            chunks.add(ids=[c.id for c in part], embeddings=embeddings[i:i + self._batch],
+                       documents=[c.text for c in part], metadatas=[_chunk_meta(c) for c in part])
+
+    def commit(self, collection: str, infos: list[DocumentInfo]) -> None:
+        """Make pending versions visible and drop the chunks of the versions they replace."""
+        chunks, docs = self._pair(collection)
+        got = docs.get(ids=[i.doc_id for i in infos], include=["metadatas"])
+        old = {i: m.get("version", "") for i, m in zip(got["ids"], got["metadatas"])}
+        metas = []
+        for info in infos:
+            prev = old.get(info.doc_id, "")
+            meta = {"version": info.version, "source": info.source, "chunks": info.chunks,
+                    "size_bytes": info.size_bytes, "format": info.format,
+                    "ingested_at": info.ingested_at, "pending": "",
+                    "stale": prev if prev and prev != info.version else ""}
+            if info.pages is not None:
+                meta["pages"] = info.pages
+            meta["busy"] = int(bool(meta["stale"]))
+            metas.append(meta)
+        ids = [i.doc_id for i in infos]
+        docs.upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=metas)
+        stale = [(i, m) for i, m in zip(ids, metas) if m["stale"]]
+        for doc_id, meta in stale:
+            chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": meta["stale"]}]})
+            meta.update(stale="", busy=0)
+        if stale:
+            docs.upsert(ids=[i for i, _ in stale], embeddings=[[1.0]] * len(stale),
+                        metadatas=[m for _, m in stale])
+
+    def delete(self, collection: str, doc_id: str) -> bool:
+        chunks, docs = self._pair(collection, create=False)
+        meta = self._record(docs, doc_id)
+        if meta is None:
+            return False
+        meta["stale"] = meta.get("version") or meta.get("pending") or ""
+        self._put(docs, doc_id, meta)  # invisible first, then gone
+        chunks.delete(where={"doc_id": doc_id})
+        docs.delete(ids=[doc_id])
+        return True
+
+    def recover(self, collection: str) -> int:
+        """Remove chunks of versions that never committed or were half replaced."""
+        chunks, docs = self._pair(collection)
+        got = docs.get(where={"busy": 1}, include=["metadatas"])
+        for doc_id, meta in zip(got["ids"], got["metadatas"]):
+            for v in {meta.get("pending"), meta.get("stale")} - {"", None, meta.get("version")}:
+                chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": v}]})
+            if not meta.get("version"):
+                docs.delete(ids=[doc_id])
+            else:
+                meta.update(pending="", stale="")
+                self._put(docs, doc_id, meta)
+        return len(got["ids"])
+
+    # -- reading -------------------------------------------------------------------
+    def count(self, collection: str) -> int:
+        return self._pair(collection)[0].count()
+
+    def query(self, collection: str, embeddings, top_k: int,
+              source: str | list[str] | None = None) -> list[list[Hit]]:
+        """Top-k visible chunks for each query embedding, best first."""
+        chunks, docs = self._pair(collection, create=False)
+        # busy is an int: Chroma indexes int/str metadata, a bool filter scans every row
+        busy = docs.get(where={"busy": 1}, include=["metadatas"])["metadatas"]
+        hidden = sorted({v for m in busy for v in (m.get("pending"), m.get("stale")) if v})
+        clauses, drop, n = [], set(), max(1, top_k)
+        if hidden:
+            drop = set(chunks.get(where={"version": {"$in": hidden}}, include=[])["ids"])
+            if len(drop) <= MAX_OVERFETCH:
+                n += len(drop)  # over-fetch and drop in Python: a $nin filter is ~100x slower
+            else:
+                clauses.append({"version": {"$nin": hidden}})
+                drop = set()
+        if source:
+            clauses.append({"source": {"$in": [source] if isinstance(source, str) else source}})
+        where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        res = chunks.query(query_embeddings=embeddings, n_results=n, where=where,
+                           include=["documents", "metadatas", "distances"])
+        out = []
+        for ids, texts, metas, dists in zip(res["ids"], res["documents"], res["metadatas"],
+                                            res["distances"]):
+            rows = [(i, t, m, d) for i, t, m, d in zip(ids, texts, metas, dists)
+                    if i not in drop][:max(1, top_k)]
+            out.append([Hit(chunk=_chunk(i, t, m, collection), score=1.0 - float(d), rank=r + 1)
+                        for r, (i, t, m, d) in enumerate(rows)])
+        return out
+
+
+def _chunk_meta(c: Chunk) -> dict:
+    meta = {"doc_id": c.doc_id, "source": c.source, "index": c.index, "start": c.start,
+            "end": c.end, "content_hash": c.content_hash, "version": c.version}
+    if c.page is not None:
+        meta["page"] = c.page
+    if c.heading:
+        meta["heading"] = c.heading
+    return meta
+
+
+def _chunk(chunk_id: str, text: str, m: dict, collection: str) -> Chunk:
+    return Chunk(id=chunk_id, doc_id=m["doc_id"], source=m["source"], text=text,
+                 index=int(m["index"]), start=int(m["start"]), end=int(m["end"]),
+                 content_hash=m["content_hash"], version=m["version"], page=m.get("page"),
+                 heading=m.get("heading"), collection=collection)
+
+
+def _info(doc_id: str, m: dict) -> DocumentInfo:
+    return DocumentInfo(doc_id=doc_id, source=m.get("source", ""), version=m["version"],
+                        chunks=int(m.get("chunks", 0)), size_bytes=int(m.get("size_bytes", 0)),
+                        format=m.get("format", ""), ingested_at=float(m.get("ingested_at", 0.0)),
+                        pages=m.get("pages"))
