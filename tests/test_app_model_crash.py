@@ -18,9 +18,8 @@ import pytest
 
 from specrag.generators.worker import workers
 from specrag.ui.app import build
-from specrag.ui.session import unwrap
-from tests.conftest import make_settings
-from tests.fakes import launch
+from tests.support.env import make_settings
+from tests.support.fakes import launch
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
@@ -102,7 +101,7 @@ def test_killed_draft_worker_escalates_and_the_next_question_works(app, client):
 def test_killed_heavy_worker_gives_a_one_line_error_then_answers(app, client):
     from gradio_client.exceptions import AppError
 
-    heavy = unwrap(_service(app).engine.heavy)  # the heavy tier's chain, without tracing
+    heavy = _service(app).engine.heavy  # the heavy tier's chain
     watcher = _kill_when_busy("heavy")
     with pytest.raises(AppError) as err:
         client.predict(EXPENSES, "handbook", "heavy-only", api_name="/chat")

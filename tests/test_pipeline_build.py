@@ -3,8 +3,7 @@
 import pytest
 
 from specrag.pipeline.build import build_engine, build_service, build_verifier
-from specrag.ui.session import unwrap
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 # every verify.* setting away from its default, so a verifier built without them differs
 VERIFY = {"verify.aggregate": "mean", "verify.per_sentence": 5, "verify.evidence_words": 32,
@@ -49,5 +48,25 @@ def test_the_cli_service_audits_with_the_engine_own_models(tmp_path):
     for service in (Service(s)._assemble(), build_service(s)._assemble()):
         engine = service.engine
         assert engine.auditor is not None  # `specrag ask` audits like the app does
-        assert engine.auditor.verifier is unwrap(engine.verifier)
-        assert engine.auditor.reranker is unwrap(engine.reranker)
+        assert engine.auditor.verifier is engine.verifier
+        assert engine.auditor.reranker is engine.reranker
+        # the service's ledger and telemetry are the engine's hooks, given as parameters
+        assert engine.telemetry is service.telemetry
+        assert service.ledger is not None and service.ledger in engine.observers
+
+
+def test_a_session_view_shares_the_parts_and_changes_only_the_threshold(tmp_path):
+    s = make_settings(tmp_path)
+    service = build_service(s)._assemble()
+    engine = service.engine
+    view = engine.replace(settings=s.with_values(**{"verify.threshold": 0.5}))
+    assert view.verifier.threshold == 0.5 and engine.verifier.threshold == s.verify.threshold
+    assert view.verifier.scorer is engine.verifier.scorer  # the same (not yet loaded) model
+    assert (view.retriever, view.draft, view.heavy, view.reranker, view.telemetry) == (
+        engine.retriever, engine.draft, engine.heavy, engine.reranker, engine.telemetry)
+    assert view.observers == engine.observers
+    with pytest.raises(TypeError, match="no parameter colour"):
+        engine.replace(colour="blue")
+    served = service.with_engine(view)
+    assert served.ledger is service.ledger and served.gate is service.gate
+    assert served.engine is view and service.engine is engine

@@ -2,16 +2,16 @@
 
 import asyncio
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from specrag.observability.instrument import TracedRetriever, instrument
 from specrag.observability.telemetry import Telemetry, configure_from_env
 from specrag.pipeline.service import Service
 from specrag.resilience.failover import FallbackGenerator
 from specrag.resilience.retry import RetryingGenerator, RetryPolicy
 from specrag.retrieval.retriever import Retrieval
-from tests.conftest import make_settings
-from tests.resilience_fakes import (
+from tests.support.env import make_settings
+from tests.support.resilience import (
     HEAVY_TEXT,
     Scripted,
     Sleeps,
@@ -33,7 +33,7 @@ def heavy_chain():
 def traced_answer(tmp_path, record_content=False, question="How much annual leave?"):
     s = make_settings(tmp_path, **{"retrieval.rerank": True})  # the span per stage includes rerank
     tel, spans, metrics = in_memory_telemetry(s, record_content)
-    engine = instrument(fake_engine(s, heavy=heavy_chain()), tel)
+    engine = fake_engine(s, heavy=heavy_chain()).replace(telemetry=tel)
     answer = asyncio.run(engine.aask(question, policy="lazy"))
     return answer, {sp.name: sp for sp in spans.get_finished_spans()}, spans, metrics
 
@@ -98,31 +98,60 @@ def test_metrics_for_latency_tokens_and_cost(tmp_path):
 
 
 def test_vector_search_span_inside_retrieval(tmp_path):
-    class Store:
-        def query(self, collection, vectors, k, source=None):
-            return [["hit"] * k]
+    class Timed:  # a retriever that reports when its store query ran, as Retriever does
+        def __init__(self, inner):
+            self.inner = inner
 
-    class Retriever:
-        def __init__(self):
-            self.store = Store()
+        def warm_up(self):
+            return self
 
-        def retrieve(self, query, top_k=None, collection=None, source=None):
-            self.store.query(collection, [[0.1]], top_k)
-            return Retrieval(query, (), 1.0, 2.0)
+        def search(self, query, top_k=None, collection=None, source=None):
+            started = time.time_ns()
+            ret = self.inner.search(query, top_k, collection, source)
+            return Retrieval(query, ret.hits, 1.0, 2.0, started)
 
     s = make_settings(tmp_path)
     tel, spans, _ = in_memory_telemetry(s)
-    TracedRetriever(Retriever(), tel).retrieve("q", 3, "docs")
+    engine = fake_engine(s).replace(telemetry=tel)
+    engine = engine.replace(retriever=Timed(engine.retriever))
+    asyncio.run(engine.aask("How much annual leave?", collection="docs"))
     by_name = {sp.name: sp for sp in spans.get_finished_spans()}
-    assert by_name["vector_search"].parent.span_id == by_name["retrieval"].context.span_id
-    assert by_name["vector_search"].attributes["db.collection.name"] == "docs"
+    vs, ret = by_name["vector_search"], by_name["retrieval"]
+    assert vs.parent.span_id == ret.context.span_id
+    assert vs.attributes["db.collection.name"] == "docs"
+    assert vs.end_time - vs.start_time == 2_000_000  # the store's own timing
+    assert ret.start_time <= vs.start_time
+
+
+def test_one_task_hop_per_event_and_no_patched_methods(tmp_path):
+    """Tracing and the ledger are parameters: nothing on the engine is replaced, and the
+    service runs the engine's events in its own task, not in a task inside a task."""
+    s = make_settings(tmp_path)
+    tel, spans, _ = in_memory_telemetry(s)
+    seen = []
+
+    class Spy(Scripted):
+        async def stream(self, messages, **kw):
+            seen.append(len(asyncio.all_tasks()))  # the caller's task + the question's
+            async for item in super().stream(messages, **kw):
+                yield item
+
+    engine = fake_engine(s, draft=Spy("fake", "draft-model", ["Staff get 25 days."]))
+    service = Service(s, engine, telemetry=tel)
+    answer = asyncio.run(service.aask("How much annual leave?", policy="lazy"))
+    assert answer is not None and seen == [2]
+    assert asyncio.run(engine.aask("How much annual leave?", policy="lazy")) is not None
+    assert seen == [2, 2]  # the bare engine isolates the question the same way
+    assert "astream" not in vars(service.engine) and "warm_up" not in vars(service.engine)
+    assert service.engine.telemetry is tel and engine.telemetry is None  # a copy, not a patch
+    assert [sp.name for sp in spans.get_finished_spans()].count("specrag.ask") == 1
 
 
 def test_failed_question_marks_the_root_span(tmp_path):
     s = make_settings(tmp_path)
     tel, spans, _ = in_memory_telemetry(s)
     heavy = FallbackGenerator([Scripted("anthropic", "c", [err(401, retryable=False)])])
-    engine = instrument(fake_engine(s, heavy=heavy), tel)
+    engine = fake_engine(s, heavy=heavy).replace(telemetry=tel)
     try:
         asyncio.run(engine.aask("How much annual leave?"))
     except Exception as e:  # noqa: BLE001
@@ -166,7 +195,7 @@ def test_otlp_http_export_reaches_a_collector(tmp_path, monkeypatch):
     s = make_settings(tmp_path)
     tel = Telemetry(s).warm_up()
     try:
-        engine = instrument(fake_engine(s), tel)
+        engine = fake_engine(s).replace(telemetry=tel)
         asyncio.run(engine.aask("How much annual leave?"))
         tel.tracer_provider.force_flush()
     finally:

@@ -57,6 +57,11 @@ class CrossEncoder:
         self._entail = None  # label index of "entailment" for multi-label models
         self._lock = threading.Lock()
 
+    @classmethod
+    def from_settings(cls, settings: Settings, role: str = "verifier") -> "CrossEncoder":
+        """The ``role``'s model (``models.verifier`` / ``models.reranker``) as served."""
+        return cls(settings, role)
+
     # -- loading ---------------------------------------------------------------
     def warm_up(self) -> "CrossEncoder":
         """Resolve and load the model once; later calls return at once."""

@@ -21,7 +21,7 @@ start and end times. Metrics: ``gen_ai.client.operation.duration``,
 
 Question and document text go on spans only with ``telemetry.record_content``.
 
-Deliberately not here: wrapping the engine's parts (``instrument``).
+Deliberately not here: the spans the engine opens at its stages (``tracing``).
 """
 
 from __future__ import annotations

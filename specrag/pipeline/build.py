@@ -2,13 +2,15 @@
 
 - ``build_verifier(settings)``: the verifier with every ``verify.*`` setting, the very
   one serving uses (calibration and the benchmarks take theirs from here).
-- ``build_engine(settings, retriever=None, audit=True)``: a ``SpeculativeRAG`` with both
-  tiers as resilient chains (``resilience.chains``: retries, failover, breakers, the
-  local model workers), the verifier, the reranker and, with ``audit``, the quality
-  ``Auditor``, which scores its samples with the engine's own verifier and reranker
-  instead of loading a second copy.
+- ``build_engine(settings, retriever=None, audit=True, telemetry=None, observers=())``:
+  a ``SpeculativeRAG`` with the retriever, both tiers as resilient chains
+  (``resilience.chains``: retries, failover, breakers, the local model workers), the
+  verifier, the reranker, the hooks and, with ``audit``, the quality ``Auditor``, which
+  scores its samples with the engine's own verifier and reranker instead of loading a
+  second copy.
 - ``build_service(settings, retriever=None, audit=True)``: the ``Service`` around that
-  engine (admission gate, budgets, the usage ledger, tracing).
+  engine: the usage ledger (an observer of every generation call), OpenTelemetry (the
+  engine's tracer and an observer), the admission gate and the budgets.
 
 The app (``ui.session``), ``specrag ask``, ``bench e2e``, ``bench concurrency`` and
 ``specrag calibrate`` all come through here, so what is measured is what is served.
@@ -28,22 +30,35 @@ def build_verifier(settings: Settings, scorer=None):
     return Verifier.from_settings(settings, scorer=scorer)
 
 
-def build_engine(settings: Settings, *, retriever=None, audit: bool = True):
+def build_engine(settings: Settings, *, retriever=None, audit: bool = True, telemetry=None,
+                 observers=()):
     from specrag.grounding.crossencoder import CrossEncoder
     from specrag.observability.audit import Auditor
     from specrag.pipeline.engine import SpeculativeRAG
     from specrag.resilience.chains import tier_from_settings
+    from specrag.retrieval.retriever import Retriever
 
     s = settings
     verifier = build_verifier(s)
-    reranker = CrossEncoder(s, "reranker")
+    reranker = CrossEncoder.from_settings(s, "reranker")
     auditor = Auditor(s, verifier=verifier, reranker=reranker) if audit else None
-    return SpeculativeRAG(s, retriever=retriever, draft=tier_from_settings("draft", s),
+    return SpeculativeRAG(s, retriever=retriever or Retriever.from_settings(s),
+                          draft=tier_from_settings("draft", s),
                           heavy=tier_from_settings("heavy", s), verifier=verifier,
-                          reranker=reranker, auditor=auditor)
+                          reranker=reranker, auditor=auditor, telemetry=telemetry,
+                          observers=observers)
 
 
 def build_service(settings: Settings, *, retriever=None, audit: bool = True):
+    from specrag.observability.ledger import Ledger
+    from specrag.observability.telemetry import Telemetry
     from specrag.pipeline.service import Service
+    from specrag.resilience.concurrency import AdmissionGate
 
-    return Service(settings, engine=build_engine(settings, retriever=retriever, audit=audit))
+    s = settings
+    ledger = Ledger.from_settings(s) if s.budget.ledger else None
+    telemetry = Telemetry(s)
+    engine = build_engine(s, retriever=retriever, audit=audit, telemetry=telemetry,
+                          observers=(ledger,) if ledger else ())
+    return Service(s, engine, ledger=ledger, telemetry=telemetry,
+                   gate=AdmissionGate.from_settings(s))

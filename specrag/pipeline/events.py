@@ -4,7 +4,8 @@ The UI, CLI and benchmark only render these records. ``StageEvent.kind`` is one 
 ``KINDS``, in this order for a single question (stages a policy skips are absent):
 retrieved, draft_token*, draft_done, verdict, rerank_done, heavy_token*, heavy_done,
 final; ``draft_failed`` (its ``text`` says why) takes the place of draft_done and verdict
-when the draft's generation fails and the heavy tier answers instead. ``t_ms`` is milliseconds since the question arrived.
+when the draft's generation fails and the heavy tier answers instead. ``t_ms`` is
+milliseconds since the question arrived.
 
 Deliberately not here: how the stages run (``engine``).
 """
@@ -23,17 +24,16 @@ POLICIES = ("lazy", "eager", "draft-only", "heavy-only")
 
 
 @dataclass(frozen=True)
-class Draft:
+class Generation:
+    """What one tier wrote: its text, the chunks its prompt held, what the call used."""
+
     text: str
     chunks: tuple[Chunk, ...]
     usage: Usage
 
 
-@dataclass(frozen=True)
-class HeavyAnswer:
-    text: str
-    chunks: tuple[Chunk, ...]
-    usage: Usage
+# one record for both tiers; the names say which tier in signatures and events
+Draft = HeavyAnswer = Generation
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,21 @@
 """The front door for answering questions: admission, budgets, ledger, tracing, failover.
 
-``Service(settings)`` assembles the speculative engine of ``pipeline.build`` (resilient
-tiers, verifier, reranker, audit), the SQLite ``Ledger`` and OpenTelemetry
-(``instrument``). ``astream(question, session=..., collection=...)`` has the engine's
-signature plus ``session``, so the app and the CLI can use either:
+``Service(settings, engine, ledger=, telemetry=, gate=)`` is usually built by
+``pipeline.build.build_service``; ``Service(settings)`` alone builds the same through it.
+``astream(question, session=..., collection=...)`` has the engine's signature plus
+``session``, so the app and the CLI can use either:
 
 1. the ``AdmissionGate`` admits it or raises ``BusyError`` ("busy, try again"),
-2. the ``Budget`` may degrade it to ``draft-only`` or refuse it (``BudgetExceeded``),
-3. it runs in its own task with the ledger scope (session, collection, question id)
-   set there, so concurrent questions never mix their accounting or spans.
+2. the ``Budget`` may degrade it to ``draft-only`` or refuse it (``BudgetExceeded``);
+   its SQLite read runs off the event loop,
+3. it runs in one task of its own with the ledger scope (session, collection, question
+   id) set there, so concurrent questions never mix their accounting or spans; the
+   engine's ``events`` run in that same task (one hop per event).
 
-``usage(by=...)`` and ``budget_status(session)`` are the reporting API. An engine
-passed in (tests, the chaos benchmark) is used as is, with the same wrappers added.
+An engine passed in without the service's telemetry and ledger among its hooks gets
+them through ``engine.replace`` (a copy over the same parts), never by patching.
+``usage(by=...)`` and ``budget_status(session)`` are the reporting API; ``with_engine``
+is the same service (ledger, gate, budget) over another engine, e.g. a session's view.
 
 Deliberately not here: the pipeline itself (``engine``), rendering.
 """
@@ -19,10 +23,10 @@ Deliberately not here: the pipeline itself (``engine``), rendering.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 
 from specrag.observability.budget import Budget, BudgetDecision, BudgetExceeded
-from specrag.observability.instrument import instrument
 from specrag.observability.ledger import Ledger, scope
 from specrag.observability.telemetry import Telemetry
 from specrag.resilience.concurrency import AdmissionGate, BusyError, isolated
@@ -46,19 +50,32 @@ class Service:
         if self._assembled:
             return self
         s = self.settings
-        if self.engine is None:  # the same engine the app serves, audit included
-            from specrag.pipeline.build import build_engine
-
-            self.engine = build_engine(s)
         if self.ledger is None and s.budget.ledger:
             self.ledger = Ledger.from_settings(s)
         self.telemetry = self.telemetry or Telemetry(s)
-        instrument(self.engine, self.telemetry, observers=[self.ledger] if self.ledger else [])
+        hooks = (self.ledger,) if self.ledger else ()
+        if self.engine is None:  # the same engine the app serves, audit included
+            from specrag.pipeline.build import build_engine
+
+            self.engine = build_engine(s, telemetry=self.telemetry, observers=hooks)
+        else:
+            missing = tuple(h for h in hooks if h not in self.engine.observers)
+            if self.engine.telemetry is None or missing:
+                self.engine = self.engine.replace(
+                    telemetry=self.engine.telemetry or self.telemetry,
+                    observers=self.engine.observers + missing)
         self.gate = self.gate or AdmissionGate.from_settings(s)
         if self.ledger is not None:
             self.budget = Budget(s, self.ledger)
         self._assembled = True
         return self
+
+    def with_engine(self, engine) -> "Service":
+        """This service (ledger, telemetry, gate, budget) in front of another engine."""
+        self._assemble()
+        view = copy.copy(self)
+        view.engine = engine
+        return view
 
     def warm_up(self) -> "Service":
         self._assemble()
@@ -91,14 +108,14 @@ class Service:
     async def _run(self, question, session, policy, collection, source, engine_kw):
         try:
             async with self.gate.slot():
-                decision = (self.budget.check(session, policy) if self.budget
-                            else BudgetDecision(policy))
+                decision = (await asyncio.to_thread(self.budget.check, session, policy)
+                            if self.budget else BudgetDecision(policy))
                 if decision.degraded:
                     log.warning("session %s: %s", session, decision.reason)
                 with scope(session, collection or self.settings.store.collection):
-                    async for event in self.engine.astream(question, policy=decision.policy,
-                                                           collection=collection, source=source,
-                                                           **engine_kw):
+                    async for event in self.engine.events(question, policy=decision.policy,
+                                                          collection=collection, source=source,
+                                                          **engine_kw):
                         yield event
         except (BusyError, BudgetExceeded) as err:
             self.telemetry.record_rejection(type(err).__name__, str(err), session)

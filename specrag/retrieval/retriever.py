@@ -1,8 +1,11 @@
 """Dense retrieval: encode the query with the bi-encoder, take the top-k from Chroma.
 
 ``Retriever(settings).retrieve("question")`` returns a ``Retrieval`` with the hits
-(best first, cosine scores) and how long encoding and the vector search took.
-``retrieve_many`` encodes a list of queries in one batch for scripts and benchmarks.
+(best first, cosine scores) and how long encoding and the vector search took (and when
+the search started, for the engine's ``vector_search`` span). ``retrieve_many``
+encodes a list of queries in one batch for scripts and benchmarks. Both check the
+collection's ACL; ``search`` is the same without the check, for a caller that has
+just made it (the engine authorizes once per question).
 
 Deliberately not here: reranking (a cross-encoder, see the verifier issue) and any
 answer generation.
@@ -26,6 +29,7 @@ class Retrieval:
     hits: tuple[Hit, ...]
     encode_ms: float
     search_ms: float
+    search_started_ns: int | None = None  # wall clock, for tracing
 
     @property
     def total_ms(self) -> float:
@@ -39,10 +43,19 @@ class Retriever:
         self.embedder = embedder or Embedder(settings)
         self.store = store or Store(settings)
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Retriever":
+        return cls(settings)
+
     def warm_up(self) -> "Retriever":
         self.embedder.warm_up()
         self.store.warm_up()
         return self
+
+    def search(self, query: str, top_k: int | None = None, collection: str | None = None,
+               source: str | list[str] | None = None) -> Retrieval:
+        """``retrieve`` without the ACL check: the caller has authorized ``collection``."""
+        return self._search([query], top_k, collection, source)[0]
 
     def retrieve(self, query: str, top_k: int | None = None, collection: str | None = None,
                  source: str | list[str] | None = None, principal=None) -> Retrieval:
@@ -51,8 +64,11 @@ class Retriever:
     def retrieve_many(self, queries: list[str], top_k: int | None = None,
                       collection: str | None = None,
                       source: str | list[str] | None = None, principal=None) -> list[Retrieval]:
-        collection = check_collection_name(collection or self.settings.store.collection)
         authorize(self.settings, "read", collection, principal)  # security: collection ACL
+        return self._search(queries, top_k, collection, source)
+
+    def _search(self, queries, top_k, collection, source) -> list[Retrieval]:
+        collection = check_collection_name(collection or self.settings.store.collection)
         self.warm_up()
         k = top_k or self.settings.retrieval.top_k
         t0 = time.perf_counter()
@@ -61,8 +77,8 @@ class Retriever:
         out = []
         encode_ms = (t1 - t0) * 1000 / max(1, len(queries))
         for query, vec in zip(queries, vectors):
-            s0 = time.perf_counter()
+            started, s0 = time.time_ns(), time.perf_counter()
             hits = self.store.query(collection, [vec], k, source)[0]
             out.append(Retrieval(query, tuple(hits), encode_ms,
-                                 (time.perf_counter() - s0) * 1000))
+                                 (time.perf_counter() - s0) * 1000, started))
         return out

@@ -46,7 +46,7 @@ from specrag.ui import charts, documents, metrics, panel, search
 from specrag.ui.auth import gradio_auth, principal_from_request
 from specrag.ui.chat import Turn
 from specrag.ui.sample import COLLECTION, EASY, HARD, SampleKB, operator
-from specrag.ui.session import ChatSession, Engines, Options, follow, inner_engine, stream, unwrap
+from specrag.ui.session import ChatSession, Engines, Options, follow, inner_engine, stream
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 # Answers mostly wait on models (local ones serialise on their own lock, remote ones
@@ -92,8 +92,8 @@ def header_html() -> str:
 
 
 def _retriever_of(engine) -> Retriever | None:
-    """The engine's own ``Retriever`` (without tracing wrappers), to share its store."""
-    retriever = unwrap(getattr(inner_engine(engine), "retriever", None))
+    """The engine's own ``Retriever``, to share its store and embedder."""
+    retriever = getattr(inner_engine(engine), "retriever", None)
     return retriever if isinstance(retriever, Retriever) else None
 
 
@@ -102,7 +102,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
 
     settings = settings or (engine.settings if engine is not None else Settings.load()[0])
     retriever = _retriever_of(engine)  # share one embedder and store with ingestion
-    store = unwrap(retriever.store) if retriever else Store(settings)
+    store = retriever.store if retriever else Store(settings)
     ingestor = Ingestor(settings, embedder=retriever.embedder if retriever else None, store=store)
     retriever = retriever or Retriever(settings, embedder=ingestor.embedder, store=store)
     engines = Engines(settings, engine, retriever)

@@ -7,9 +7,9 @@
   the first question (models load then, not at import or startup, so the app starts
   fast), under a lock so two first questions do not load the models twice. When a
   session's settings panel changes the threshold, k or chunk counts, ``view(options)``
-  returns a shallow copy of the engine with those settings over the same loaded parts
-  (and, for a ``Service``, the same ledger, gate and budget): sessions never see each
-  other's choices and no model is loaded twice.
+  returns ``engine.replace(settings=...)``: the same loaded parts and hooks under that
+  session's settings (and, for a ``Service``, ``with_engine``: the same ledger, gate and
+  budget). Sessions never see each other's choices and no model is loaded twice.
 - ``stream(engine, question, session_id, **kw)`` starts a question on either kind of
   engine; a ``Service`` gets the session id, so its ledger and budgets are per session.
 - ``ChatSession`` is the per-session state kept in ``gr.State``: the rendered HTML of
@@ -24,7 +24,6 @@ and any pipeline decision (the engine and the service make them all).
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from dataclasses import dataclass, field
@@ -60,16 +59,6 @@ class Options:
 def inner_engine(engine):
     """The ``SpeculativeRAG`` (or whatever answers) inside a ``Service``; else ``engine``."""
     return engine.engine if isinstance(engine, Service) else engine
-
-
-def unwrap(part):
-    """A part without the tracing wrappers ``resilience.instrument`` puts around it."""
-    for _ in range(4):
-        inner = getattr(part, "__dict__", {}).get("inner")
-        if inner is None:
-            break
-        part = inner
-    return part
 
 
 def stream(engine, question: str, session_id: str | None, **kw):
@@ -125,12 +114,10 @@ class Engines:
         changes = options.changes(inner.settings)
         if not changes:
             return base
-        engine = _engine_view(inner, changes)
-        if not isinstance(base, Service):
-            return engine
-        view = copy.copy(base)  # the same ledger, telemetry, admission gate and budget
-        view.engine = engine
-        return view
+        # the same loaded parts (models, retriever, hooks) under this session's settings;
+        # a service keeps its ledger, telemetry, admission gate and budget
+        engine = inner.replace(settings=inner.settings.with_values(**changes))
+        return base.with_engine(engine) if isinstance(base, Service) else engine
 
     def model_names(self) -> dict[str, str]:
         """Role -> the model the engine uses, for the settings panel (read-only)."""
@@ -145,43 +132,12 @@ class Engines:
 
 def _lend_models(auditor, engine) -> None:
     """Give the auditor the engine's verifier and reranker unless it has its own."""
-    verifier = unwrap(getattr(engine, "verifier", None))
-    reranker = unwrap(getattr(engine, "reranker", None))
+    verifier = getattr(engine, "verifier", None)
+    reranker = getattr(engine, "reranker", None)
     if auditor.verifier is None and hasattr(verifier, "verify"):
         auditor.verifier = verifier
     if auditor.reranker is None and hasattr(reranker, "predict"):
         auditor.reranker = reranker
-
-
-def _engine_view(base: SpeculativeRAG, changes: dict) -> SpeculativeRAG:
-    # a shallow copy shares every loaded part (models, retriever, anything the engine
-    # grows later); only the settings object and the verifier's threshold differ
-    view = copy.copy(base)
-    view.settings = base.settings.with_values(**changes)
-    if "verify.threshold" in changes and hasattr(base.verifier, "threshold"):
-        view.verifier = _with_threshold(base.verifier, float(changes["verify.threshold"]))
-    telemetry = vars(base).get("_specrag_telemetry")
-    if telemetry is not None:
-        # tracing replaced astream/warm_up on the instance with closures over ``base``:
-        # drop the copies and trace the view itself (its generators keep their observers)
-        from specrag.observability.instrument import instrument
-
-        for name in ("astream", "warm_up", "_specrag_telemetry"):
-            vars(view).pop(name, None)
-        instrument(view, telemetry)
-    return view
-
-
-def _with_threshold(verifier, threshold: float):
-    inner = getattr(verifier, "__dict__", {}).get("inner")
-    if inner is not None and hasattr(inner, "threshold"):  # a tracing wrapper: copy both
-        # (not copy.copy: the wrapper's __getattr__ delegates to an ``inner`` not yet set)
-        wrapper = object.__new__(type(verifier))
-        wrapper.__dict__.update(vars(verifier), inner=_with_threshold(inner, threshold))
-        return wrapper
-    out = copy.copy(verifier)
-    out.threshold = threshold
-    return out
 
 
 @dataclass

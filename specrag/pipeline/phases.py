@@ -1,0 +1,220 @@
+"""One question's phases: draft and verify, rerank and heavy, and the ``Answer``.
+
+``QuestionRun(engine, question, hits, policy, clock, timings)`` holds the state of one
+question while ``SpeculativeRAG._stages`` walks it through the policy: ``draft_phase``
+(stream the draft from the top ``draft_k`` hits, then verify it against the top
+``verify_k``), ``heavy_phase`` (rerank the broad set, stream the heavy answer from the
+top ``heavy_k``) and, under ``eager``, ``start_eager`` / ``cancel_eager`` (rerank and
+heavy generation started beside the draft, into a bounded buffer). ``final`` makes the
+``Answer``: citations, usage, cost and what heavy-only would have cost.
+
+Deliberately not here: which phases run (the policy, ``engine``) and the parts
+themselves (the engine's retriever, tiers, verifier and reranker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import replace
+
+from specrag.generators.base import Usage
+from specrag.pipeline import costs
+from specrag.pipeline.events import Answer, Citation, Draft, HeavyAnswer, StageEvent
+from specrag.pipeline.prompts import build_messages, cited_numbers
+from specrag.retrieval.fusion import fuse_orders
+from specrag.security import redacting
+from specrag.types import Hit
+
+
+class QuestionRun:
+    """The state of one question; the engine's phases as small async steps."""
+
+    def __init__(self, engine, question: str, hits: tuple[Hit, ...], policy: str,
+                 clock, timings: dict[str, float]):
+        self.e, self.s = engine, engine.settings
+        self.question, self.hits, self.policy = question, hits, policy
+        self.clock, self.timings = clock, timings
+        self.draft: Draft | None = None
+        self.verdict = None
+        self.heavy: HeavyAnswer | None = None
+        self.reranked: tuple[Hit, ...] = ()
+        self.usage: list[Usage] = []
+        self._rerank_task: asyncio.Task | None = None
+        self._heavy_task: asyncio.Task | None = None
+        self._heavy_queue: asyncio.Queue | None = None
+        self._heavy_first_at: float | None = None  # eager: when the model's first token came
+        self.heavy_cancelled = False
+        self.draft_error = ""
+
+    # -- draft and verify ------------------------------------------------------------
+    async def draft_phase(self):
+        chunks = [h.chunk for h in self.hits[:self.s.retrieval.draft_k]]
+        messages = build_messages(self.question, chunks, "draft")
+        start, parts, usage = self.clock(), [], None
+        async for item in self.e.tier("draft").stream(messages, max_tokens=self.s.generation.draft_max_tokens,
+                                              temperature=self.s.generation.temperature):
+            if isinstance(item, Usage):
+                usage = item
+                continue
+            if not parts:
+                self.timings.setdefault("first_token", self.clock())
+                self.timings["draft_ttft"] = self.clock() - start
+            parts.append(item)
+            yield StageEvent("draft_token", self.clock(), text=item)
+        self.timings["draft"] = self.clock() - start
+        self.draft = Draft("".join(parts).strip(), tuple(chunks), usage)
+        self.usage.append(usage)
+        yield StageEvent("draft_done", self.clock(), draft=self.draft)
+        start = self.clock()
+        verify_hits = self.hits[:self.s.retrieval.verify_k]
+        with self.e.tracer.stage("verify", **{"specrag.chunks": len(verify_hits)}) as span:
+            self.verdict = v = await asyncio.to_thread(self.e.verifier.verify, self.draft.text,
+                                                       list(verify_hits))
+            span.set_attributes({"specrag.verdict.score": float(v.score),
+                                 "specrag.verdict.accepted": bool(v.accepted),
+                                 "specrag.verdict.threshold": float(v.threshold),
+                                 "specrag.verdict.sentences": len(v.sentences)})
+            if self.e.tracer.record_content:
+                span.set_attribute("specrag.draft", self.draft.text)
+        self.verify_chunks = tuple(h.chunk for h in verify_hits)
+        self.timings["verify"] = self.clock() - start
+        yield StageEvent("verdict", self.clock(), verdict=self.verdict)
+
+    # -- rerank and heavy -----------------------------------------------------------
+    async def _rerank(self) -> tuple[Hit, ...]:
+        if not self.s.retrieval.rerank:  # keep the bi-encoder order (see settings)
+            return self.hits
+        start = self.clock()
+        with self.e.tracer.stage("rerank", **{"specrag.documents.count": len(self.hits)}):
+            ranked = await asyncio.to_thread(self.e.reranker.rank, self.question,
+                                             [h.chunk.text for h in self.hits], len(self.hits))
+        self.timings["rerank"] = self.clock() - start
+        score = {r["corpus_id"]: float(r["score"]) for r in ranked}
+        order = [r["corpus_id"] for r in ranked]
+        if self.s.retrieval.rerank_fusion:  # hits arrive in bi-encoder order
+            order = fuse_orders(order, len(self.hits))
+        return tuple(replace(self.hits[j], score=score[j], rank=i + 1) for i, j in enumerate(order))
+
+    def _heavy_messages(self, reranked) -> tuple[list[dict], list]:
+        chunks = [h.chunk for h in reranked[:self.s.retrieval.heavy_k]]
+        return build_messages(self.question, chunks, "heavy"), chunks
+
+    async def _heavy_to_queue(self, queue: asyncio.Queue) -> None:
+        """Eager mode: rerank, then generate into a buffer the consumer may never read."""
+        sent = 0
+        try:
+            reranked = await self._rerank_task
+            messages, _ = self._heavy_messages(reranked)
+            self.timings["heavy_start"] = self.clock()
+            async for item in self.e.tier("heavy").stream(
+                    messages, max_tokens=self.s.generation.heavy_max_tokens,
+                    temperature=self.s.generation.temperature):
+                if not isinstance(item, Usage):
+                    # the model's own first token, not when the consumer drains it
+                    if self._heavy_first_at is None:
+                        self._heavy_first_at = self.clock()
+                    sent += 1
+                await queue.put(item)
+        except asyncio.CancelledError:
+            if "heavy_start" in self.timings:  # the call was made: count what it produced
+                backend = getattr(self.e.heavy, "name", "")
+                tokens_in = sum(len(m["content"]) for m in messages) // 4
+                self.usage.append(Usage(backend, getattr(self.e.heavy, "model", ""), tokens_in,
+                                        sent, cancelled=True))
+            raise
+        except Exception as err:  # noqa: BLE001 - handed to the consumer, raised there
+            await queue.put(err)
+        await queue.put(None)
+
+    def start_eager(self) -> None:
+        self._rerank_task = asyncio.create_task(self._rerank())
+        g = self.s.generation
+        # two models on this machine's cores only split them: on 2 cores a local heavy
+        # started beside a local draft made both slower (BENCHMARKS.md), so it waits
+        if g.eager_heavy and (g.eager_heavy_local or not _share_cores(self.e.draft, self.e.heavy)):
+            # bounded: at most max_tokens text items, the usage, and the end marker
+            self._heavy_queue = asyncio.Queue(maxsize=g.heavy_max_tokens + 2)
+            self._heavy_task = asyncio.create_task(self._heavy_to_queue(self._heavy_queue))
+
+    async def cancel_eager(self) -> None:
+        for task in (self._heavy_task, self._rerank_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                if task is self._heavy_task:
+                    self.heavy_cancelled = True
+
+    async def heavy_phase(self):
+        self.reranked = await (self._rerank_task if self._rerank_task else self._rerank())
+        yield StageEvent("rerank_done", self.clock(), reranked=self.reranked)
+        messages, chunks = self._heavy_messages(self.reranked)
+        start = self.timings.get("heavy_start", self.clock())
+        if self._heavy_queue is not None:
+            items = _drain(self._heavy_queue, self._heavy_task)
+        else:
+            items = self.e.tier("heavy").stream(messages, max_tokens=self.s.generation.heavy_max_tokens,
+                                        temperature=self.s.generation.temperature)
+        parts, usage = [], None
+        async for item in items:
+            if isinstance(item, Usage):
+                usage = item
+                continue
+            if not parts:
+                self.timings.setdefault("first_token", self.clock())
+                first = self.clock() if self._heavy_first_at is None else self._heavy_first_at
+                self.timings["heavy_ttft"] = first - start
+            parts.append(item)
+            yield StageEvent("heavy_token", self.clock(), text=item)
+        self.timings["heavy"] = self.clock() - start
+        self.heavy = HeavyAnswer("".join(parts).strip(), tuple(chunks), usage)
+        self.usage.append(usage)
+        yield StageEvent("heavy_done", self.clock(), heavy=self.heavy)
+        yield self.final(self.heavy.text, "heavy")
+
+    # -- the answer -------------------------------------------------------------------
+    def final(self, text: str, tier: str) -> StageEvent:
+        self.timings["total"] = self.clock()
+        prices = self.s.generation.prices
+        used = self.heavy.chunks if tier == "heavy" and self.heavy else (
+            self.draft.chunks if self.draft else ())
+        numbers = [n for n in cited_numbers(text) if 1 <= n <= len(used)]
+        citations = tuple(Citation(n, used[n - 1].source, used[n - 1].page, used[n - 1].text,
+                                   used[n - 1].id) for n in numbers)
+        spent = sum(costs.cost(u, prices) for u in self.usage if u)
+        answer = Answer(
+            question=self.question, text=text, tier=tier, policy=self.policy, draft=self.draft,
+            verdict=self.verdict, heavy=self.heavy, citations=citations, hits=self.hits,
+            verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
+            usage=tuple(u for u in self.usage if u), cost_usd=spent,
+            heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled,
+            draft_error=self.draft_error)
+        return StageEvent("final", self.clock(), answer=answer)
+
+    def _heavy_only_cost(self) -> float:
+        """What answering with the heavy model alone costs (estimated when it did not run)."""
+        prices = self.s.generation.prices
+        if self.heavy and self.heavy.usage:
+            return costs.cost(self.heavy.usage, prices)
+        messages, _ = self._heavy_messages(self.reranked or self.hits)
+        tokens_in = sum(len(m["content"]) for m in messages) // 4  # ~4 characters per token
+        tokens_out = self.draft.usage.output_tokens if self.draft and self.draft.usage else 0
+        return costs.estimate(getattr(self.e.heavy, "name", ""), getattr(self.e.heavy, "model", ""),
+                              tokens_in, tokens_out, prices)
+
+
+def _share_cores(draft, heavy) -> bool:
+    """Both tiers run on this machine (local models, loopback servers)."""
+    return not redacting.is_third_party(draft) and not redacting.is_third_party(heavy)
+
+
+async def _drain(queue: asyncio.Queue, task: asyncio.Task):
+    while True:
+        item = await queue.get()
+        if item is None:
+            break
+        if isinstance(item, Exception):
+            raise item
+        yield item
+    await task  # surfaces an exception raised by the heavy generation
