@@ -31,6 +31,7 @@ decision about escalation.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 
@@ -174,6 +175,12 @@ class Verifier:
         v = settings.verify
         return cls(settings, scorer=scorer, aggregate=v.aggregate, threshold=v.threshold,
                    per_sentence=v.per_sentence or None, evidence_words=v.evidence_words)
+
+    def with_threshold(self, threshold: float) -> "Verifier":
+        """The same verifier (the same loaded model) accepting at another threshold."""
+        out = copy.copy(self)
+        out.threshold = float(threshold)
+        return out
 
     def warm_up(self) -> "Verifier":
         if self.scorer is None:
