@@ -9,7 +9,6 @@ for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISAB
                "TOKENIZERS_PARALLELISM": "false"}.items():
     os.environ.setdefault(_k, _v)
 
-import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -20,14 +19,7 @@ import pytest  # noqa: E402
 
 import specrag.testing  # noqa: E402,F401 - registers the "fake" generator backend
 from specrag.settings import Settings  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-# Pinned model wheels are fetched once per machine into this cache, not once per test.
-CACHE = os.environ.get("SPECRAG_TEST_CACHE", str(ROOT / ".cache"))
-
-
-def make_settings(data_dir, **values) -> Settings:
-    return Settings().with_values(data_dir=str(data_dir), cache_dir=CACHE, **values)
+from tests.support.env import free_port, make_settings  # noqa: E402
 
 
 @pytest.fixture
@@ -47,12 +39,6 @@ def ingestor(settings, embedder):
     from specrag.ingest.ingestor import Ingestor
 
     return Ingestor(settings, embedder=embedder)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tests.conftest import free_port, make_settings
-from tests.docs_fixture import write_bad_files, write_handbook
+from tests.support.docs import write_bad_files, write_handbook
+from tests.support.env import free_port, make_settings
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,7 @@ theme comparisons, and it never sends usage analytics, whatever the environment 
 
 import pytest
 
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 
 def test_theme_compares_with_every_built_in_theme():

@@ -2,8 +2,8 @@ import asyncio
 import sqlite3
 
 from specrag.observability.audit import Auditor
-from tests.conftest import make_settings
-from tests.test_engine_flow import engine
+from tests.support.env import make_settings
+from tests.support.fakes import engine
 
 
 class MeanScorer:

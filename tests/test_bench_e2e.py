@@ -9,9 +9,9 @@ from specrag.generators.base import Timer, Usage
 from specrag.grounding.verifier import Verifier
 from specrag.pipeline.engine import SpeculativeRAG
 from specrag.testing.mockapi import first_sentence_answer
-from tests.conftest import make_settings
-from tests.docs_fixture import write_handbook
-from tests.test_engine_flow import WordScorer
+from tests.support.docs import write_handbook
+from tests.support.env import make_settings
+from tests.support.fakes import WordScorer
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tests.conftest import CACHE
-from tests.docs_fixture import write_bad_files, write_handbook
+from tests.support.docs import write_bad_files, write_handbook
+from tests.support.env import CACHE
 
 pytestmark = pytest.mark.slow
 

@@ -100,7 +100,7 @@ def test_cli_verify_pairs_context_and_rerank(tmp_path, capsys, monkeypatch):
     import json
 
     from specrag.cli.main import main
-    from tests.conftest import CACHE
+    from tests.support.env import CACHE
 
     monkeypatch.setenv("SPECRAG_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("SPECRAG_CACHE_DIR", CACHE)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from specrag.retrieval.embedder import Embedder
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 pytestmark = pytest.mark.slow
 

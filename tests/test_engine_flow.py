@@ -4,24 +4,9 @@ import asyncio
 
 import pytest
 
-from specrag.grounding.verifier import Verifier
-from specrag.pipeline.engine import SpeculativeRAG
 from specrag.pipeline.events import KINDS
-from specrag.testing import FakeGenerator
 from specrag.types import SpecragError
-from tests.conftest import make_settings
-from tests.fakes import TEXTS, FakeRetriever, ReverseReranker, WordScorer
-
-
-def engine(tmp_path, draft_reply, heavy_reply="Pages are acknowledged within 15 minutes [1].",
-           delay=0.0, heavy_delay=0.0, **values):
-    s = make_settings(tmp_path, **{"retrieval.rerank": True, **values})
-    draft = FakeGenerator(replies=[draft_reply], delay_s=delay)
-    heavy = FakeGenerator("claude-sonnet-4-5", replies=[heavy_reply], delay_s=heavy_delay)
-    heavy.name = "anthropic"  # priced like Claude
-    eng = SpeculativeRAG(s, retriever=FakeRetriever(), draft=draft, heavy=heavy,
-                         verifier=Verifier(s, scorer=WordScorer()), reranker=ReverseReranker())
-    return eng, draft, heavy
+from tests.support.fakes import TEXTS, FakeRetriever, engine
 
 
 async def events_of(eng, q="How much annual leave?", **kw):

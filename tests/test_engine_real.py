@@ -8,8 +8,8 @@ import pytest
 from specrag.ingest.ingestor import Ingestor
 from specrag.pipeline.engine import SpeculativeRAG
 from specrag.retrieval.retriever import Retriever
-from tests.conftest import make_settings
-from tests.docs_fixture import write_handbook
+from tests.support.docs import write_handbook
+from tests.support.env import make_settings
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")

@@ -6,7 +6,7 @@ import pytest
 from specrag.generators.base import check_options, make_generator
 from specrag.generators.factory import from_settings
 from specrag.resilience.chains import tier_from_settings
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 
 def test_an_unknown_option_is_an_error_naming_it(tmp_path):

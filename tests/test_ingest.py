@@ -6,8 +6,8 @@ from specrag.ingest.ingestor import Ingestor, doc_id_for
 from specrag.retrieval.retriever import Retriever
 from specrag.retrieval.store import Store
 from specrag.types import SpecragError
-from tests.conftest import make_settings
-from tests.docs_fixture import write_bad_files, write_handbook
+from tests.support.docs import write_bad_files, write_handbook
+from tests.support.env import make_settings
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from specrag.pipeline.service import Service
 from specrag.resilience.attempts import Attempt
 from specrag.resilience.failover import FallbackGenerator
 from specrag.resilience.retry import RetryingGenerator, RetryPolicy
-from tests.conftest import make_settings
-from tests.resilience_fakes import (
+from tests.support.env import make_settings
+from tests.support.resilience import (
     HEAVY_TEXT,
     Scripted,
     Sleeps,

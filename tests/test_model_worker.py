@@ -16,7 +16,7 @@ from specrag.generators.base import GenerationError, collect
 from specrag.generators.llamacpp import LlamaCppGenerator
 from specrag.generators.worker import WorkerDied
 from specrag.generators.worker_child import load_llama
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")

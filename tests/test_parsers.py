@@ -4,137 +4,25 @@ from __future__ import annotations
 
 import hashlib
 import io
-import zipfile
-from functools import lru_cache
 
-import docx
 import pytest
-from pypdf import PdfReader, PdfWriter
-from reportlab.pdfgen import canvas
+from pypdf import PdfReader
 
 from specrag.ingest import parsers
 from specrag.ingest.parsers import SUPPORTED_EXTENSIONS, detect_format, parse_bytes
 from specrag.types import IngestError, ParsedDocument
+from tests.support.docs import (
+    CP1252,
+    HTML,
+    MARKDOWN,
+    encrypt_pdf,
+    make_docx,
+    make_pdf,
+    make_zip,
+    rezip,
+)
 
-# --------------------------------------------------------------------------- builders
-
-
-@lru_cache(maxsize=None)
-def make_pdf(*pages: str) -> bytes:
-    """A real PDF with one line of text per page ("" gives a blank page)."""
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf)
-    for text in pages:
-        if text:
-            c.drawString(72, 720, text)
-        c.showPage()
-    c.save()
-    return buf.getvalue()
-
-
-def encrypt_pdf(data: bytes, user: str, owner: str | None = None) -> bytes:
-    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
-    writer.encrypt(user, owner)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
-@lru_cache(maxsize=None)
-def make_docx() -> bytes:
-    d = docx.Document()
-    d.add_paragraph("Cover note.")
-    d.add_heading("Annual Report", 0)  # style "Title"
-    d.add_paragraph("Preface text.")
-    d.add_heading("Chapter One", 1)
-    d.add_paragraph("First chapter body.")
-    table = d.add_table(rows=3, cols=2)
-    for r, row in enumerate([("Name", "Value"), ("alpha", "1")]):
-        for c, text in enumerate(row):
-            table.cell(r, c).text = text
-    merged = table.cell(2, 0).merge(table.cell(2, 1))
-    merged.text = "merged cell"
-    d.add_paragraph("")  # empty paragraphs must not leave holes
-    d.add_paragraph("After table.")
-    d.add_heading("Chapter Two", 2)
-    d.add_paragraph("Second body.")
-    out = io.BytesIO()
-    d.save(out)
-    return out.getvalue()
-
-
-def rezip(data: bytes, extra: dict[str, bytes] | None = None,
-          replace: dict[str, bytes] | None = None) -> bytes:
-    """Copy a zip, replacing and adding entries."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as src, \
-            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
-        for info in src.infolist():
-            dst.writestr(info.filename, (replace or {}).get(info.filename, src.read(info)))
-        for name, payload in (extra or {}).items():
-            dst.writestr(name, payload)
-    return out.getvalue()
-
-
-def make_zip(entries: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, payload in entries.items():
-            z.writestr(name, payload)
-    return out.getvalue()
-
-
-HTML = b"""<!DOCTYPE html>
-<html><head><title>Ignored Title</title><style>body { color: red }</style>
-<script>var secret = "script text";</script></head>
-<body><!-- a comment -->
-<noscript>enable js</noscript>
-<p>Lead   paragraph
-spanning lines.</p>
-<h1>Main <em>Heading</em></h1>
-<p>First para.</p><ul><li>one</li>
-<li>two</li></ul>
-<table><tr><th>Name</th><th>Value</th></tr><tr><td>alpha</td><td>1</td></tr></table>
-<h2>Code</h2>
-<pre>def f():
-    return 1</pre>
-<div hidden>hidden text</div>
-<template><p>template text</p></template>
-<p>after<br>break</p><script>document.write("late script")</script>
-</body></html>"""
-
-MARKDOWN = """Intro line before any heading.
-
-# Getting Started #
-
-Install it.
-
-```bash
-# not a heading
-echo hi
-```
-
-Setext Title
-============
-
-Body under setext.
-
----
-
-## C# tips
-
-#hashtag is not a heading
-
-~~~
-## also code
-~~~
-
-Sub part
---------
-text
-"""
-
-CP1252 = "Caf\u00e9 \u2013 \u201cquoted\u201d price: 5\u20ac".encode("cp1252")
+# --------------------------------------------------------------------------- files
 
 
 def good_files() -> list[tuple[str, bytes, str]]:

@@ -1,7 +1,7 @@
 """The circuit breaker: opens on rolling p99 or consecutive failures, half-open probes close it."""
 
 from specrag.resilience.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker, p99
-from tests.resilience_fakes import FakeClock
+from tests.support.resilience import FakeClock
 
 
 def breaker(clock, **kw):

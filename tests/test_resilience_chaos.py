@@ -3,7 +3,7 @@
 import json
 
 from specrag.bench import chaos
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 
 def test_small_chaos_run_has_no_failed_answers(tmp_path):

@@ -11,9 +11,17 @@ from specrag.resilience.chains import parse_entry, tier_from_settings
 from specrag.resilience.failover import FallbackGenerator
 from specrag.resilience.retry import RetryingGenerator, RetryPolicy
 from specrag.testing.mockapi import MockAPI
-from tests.conftest import make_settings
-from tests.resilience_fakes import FakeClock, Scripted, Sleeps, collect_all, err, run
-from tests.test_resilience_retry import ANSWER, MESSAGES
+from tests.support.env import make_settings
+from tests.support.resilience import (
+    ANSWER,
+    MESSAGES,
+    FakeClock,
+    Scripted,
+    Sleeps,
+    collect_all,
+    err,
+    run,
+)
 
 
 def chain(members, clock=None, **kw):

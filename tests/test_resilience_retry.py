@@ -6,17 +6,19 @@ import pytest
 
 from specrag.generators.anthropic_backend import AnthropicGenerator
 from specrag.generators.openai_compat import OpenAICompatGenerator
-from specrag.pipeline.prompts import build_messages
 from specrag.resilience.attempts import AttemptsFailed
 from specrag.resilience.retry import RetryBudget, RetryingGenerator, RetryPolicy
 from specrag.testing.mockapi import MockAPI
-from specrag.types import Chunk
-from tests.resilience_fakes import FakeClock, Scripted, Sleeps, collect_all, err, run
-
-ANSWER = "Staff get 25 days of annual leave. [1]"
-MESSAGES = build_messages("How much leave?", [Chunk("c1", "d1", "leave.md",
-                          "Staff get 25 days of annual leave. Extra text.", 0, 0, 10, "h", "v")],
-                          "heavy")
+from tests.support.resilience import (
+    ANSWER,
+    MESSAGES,
+    FakeClock,
+    Scripted,
+    Sleeps,
+    collect_all,
+    err,
+    run,
+)
 
 
 def retrying(inner, **policy):

@@ -6,8 +6,8 @@ import pytest
 
 from specrag.pipeline.service import Service
 from specrag.resilience.concurrency import AdmissionGate, BusyError, isolated
-from tests.conftest import make_settings
-from tests.resilience_fakes import HEAVY_TEXT, Scripted, fake_engine
+from tests.support.env import make_settings
+from tests.support.resilience import HEAVY_TEXT, Scripted, fake_engine
 
 
 def test_gate_admits_queues_then_says_busy():

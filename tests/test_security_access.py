@@ -22,7 +22,7 @@ from specrag.security.access import (
 )
 from specrag.security.users import LOCAL, Principal, add_user, load_directory, parse_directory
 from specrag.types import SpecragError
-from tests.conftest import CACHE, make_settings
+from tests.support.env import CACHE, make_settings
 
 PASSWORDS = {"alice": "alice-pw-123", "bob": "bob-pw-1234", "carol": "carol-pw-123",
              "dave": "dave-pw-1234"}
@@ -192,7 +192,7 @@ def test_engine_refuses_before_retrieving_or_generating(secured, embedder):
     from specrag.pipeline.engine import SpeculativeRAG
     from specrag.retrieval.retriever import Retriever
     from specrag.testing import FakeGenerator
-    from tests.test_engine_flow import ReverseReranker, WordScorer
+    from tests.support.fakes import ReverseReranker, WordScorer
 
     ing = Ingestor(secured, embedder=embedder)
     ing.ingest_bytes([("pay.txt", b"Salaries are paid on the 25th of each month.")], "secret",

@@ -12,7 +12,7 @@ from specrag.security import users as users_mod
 from specrag.security.access import PermissionDenied
 from specrag.security.users import add_user
 from specrag.ui.auth import gradio_auth, principal_from_request
-from tests.conftest import free_port, make_settings
+from tests.support.env import free_port, make_settings
 
 pytestmark = pytest.mark.slow
 

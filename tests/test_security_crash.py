@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.env import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ INGEST_CHILD = r"""
 import sys, time
 import specrag.ingest.ingestor as ingest
 from specrag.retrieval.store import Store
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 data_dir, docs, stall_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
 ingest.GROUP_CHUNKS = 24  # many small groups: many commits to crash between
@@ -57,7 +57,7 @@ CHECKER = r"""
 import json, sys
 from collections import Counter
 from specrag.retrieval.store import Store
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 def state(store):
     chunks, docs = store._pair("batch")

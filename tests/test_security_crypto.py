@@ -12,7 +12,7 @@ import pytest
 from specrag.security.crypto import MAGIC, DataFiles, EncryptionError, generate_key, load_key
 from specrag.security.uploads import take_upload, take_uploads
 from specrag.types import IngestError
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 CANARY = "ZEBRA-CANARY-7731 the CFO salary is 912,345 euros"
 KEY_ENV = "TEST_SPECRAG_KEY"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from specrag.ingest.chunker import Chunker
 from specrag.ingest.parsers import SUPPORTED_EXTENSIONS, parse_bytes
 from specrag.types import IngestError, ParsedDocument
-from tests.test_parsers import HTML, MARKDOWN, make_docx, make_pdf
+from tests.support.docs import HTML, MARKDOWN, make_docx, make_pdf
 
 SCALE = float(os.environ.get("SPECRAG_FUZZ_SCALE", "1"))
 RANDOM = os.environ.get("SPECRAG_FUZZ_RANDOM") == "1"

@@ -11,8 +11,8 @@ import pytest
 
 from specrag.security.sanitize import check_question, safe_filename, safe_markdown
 from specrag.types import SpecragError
-from tests.conftest import make_settings
-from tests.test_parsers import encrypt_pdf, make_docx, make_pdf, make_zip, rezip
+from tests.support.docs import encrypt_pdf, make_docx, make_pdf, make_zip, rezip
+from tests.support.env import make_settings
 
 GOOD = b"Badge access: visitors must be escorted in the data centre at all times."
 
@@ -146,7 +146,7 @@ def test_markup_in_documents_is_stored_as_text_and_rendered_inert(settings, embe
 def test_bad_questions_are_refused_before_any_model(tmp_path, question, match):
     from specrag.pipeline.engine import SpeculativeRAG
     from specrag.testing import FakeGenerator
-    from tests.test_engine_flow import FakeRetriever
+    from tests.support.fakes import FakeRetriever
 
     with pytest.raises(SpecragError, match=match):
         check_question(question)

@@ -22,8 +22,8 @@ from specrag.security.pii_eval import evaluate, generate
 from specrag.security.redact import Redaction, StreamRestorer
 from specrag.testing import FakeGenerator
 from specrag.types import Chunk
-from tests.conftest import make_settings
-from tests.test_engine_flow import FakeRetriever, ReverseReranker, WordScorer
+from tests.support.env import make_settings
+from tests.support.fakes import FakeRetriever, ReverseReranker, WordScorer
 
 PII = {"email": "maria.garcia@example.com", "phone": "+44 20 7946 0958",
        "card": "4111 1111 1111 1111", "iban": "DE89 3704 0044 0532 0130 00",

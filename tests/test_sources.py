@@ -5,7 +5,7 @@ import pytest
 from specrag import sources
 from specrag.sources import PROFILES, ModelSource, resolve
 from specrag.types import ModelUnavailable
-from tests.conftest import make_settings
+from tests.support.env import make_settings
 
 SHA = "0" * 64
 

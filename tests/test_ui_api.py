@@ -11,8 +11,8 @@ import pytest
 
 from specrag.settings import Settings as _Settings
 from specrag.ui.app import build
-from tests.conftest import make_settings
-from tests.fakes import DRAFT_WRONG, HEAVY_ANSWER, handbook_engine, launch
+from tests.support.env import make_settings
+from tests.support.fakes import DRAFT_WRONG, HEAVY_ANSWER, handbook_engine, launch
 
 T = _Settings().verify.threshold  # the calibrated default
 

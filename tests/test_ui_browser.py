@@ -14,8 +14,8 @@ import pytest
 
 from specrag.settings import Settings as _Settings
 from specrag.ui.app import build
-from tests.conftest import make_settings
-from tests.fakes import DRAFT_WRONG, HEAVY_ANSWER, handbook_engine, launch
+from tests.support.env import make_settings
+from tests.support.fakes import DRAFT_WRONG, HEAVY_ANSWER, handbook_engine, launch
 
 THRESHOLD = _Settings().verify.threshold  # the calibrated default
 ARTIFACTS = os.path.join(os.path.dirname(__file__), "artifacts")  # screenshots, git-ignored

@@ -27,8 +27,8 @@ from specrag.testing import FakeGenerator
 from specrag.ui import metrics
 from specrag.ui.app import build, launch_options
 from specrag.ui.session import Engines, Options, stream
-from tests.conftest import free_port, make_settings
-from tests.fakes import (
+from tests.support.env import free_port, make_settings
+from tests.support.fakes import (
     DRAFT_WRONG,
     HEAVY_ANSWER,
     FakeRetriever,

@@ -17,8 +17,8 @@ from specrag.types import Chunk, Hit
 from specrag.ui import charts, panel
 from specrag.ui.chat import Turn, render_conversation, render_turn
 from specrag.ui.session import MAX_TURNS, ChatSession, Engines, Options, follow
-from tests.conftest import make_settings
-from tests.fakes import FakeRetriever, ReverseReranker, WordScorer
+from tests.support.env import make_settings
+from tests.support.fakes import FakeRetriever, ReverseReranker, WordScorer
 
 T = _Settings().verify.threshold  # the calibrated default
 

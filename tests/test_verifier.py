@@ -110,7 +110,7 @@ def test_write_threshold_keeps_other_settings(tmp_path):
 
 def test_a_sentence_copied_whole_from_a_chunk_is_supported(tmp_path):
     from specrag.grounding.verifier import Verifier
-    from tests.conftest import make_settings
+    from tests.support.env import make_settings
 
     class Doubtful:  # a weak model that doubts everything
         def predict(self, pairs):

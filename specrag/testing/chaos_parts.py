@@ -3,13 +3,15 @@
 The chaos benchmark measures the resilience layer, so everything around the heavy
 tier is small, fast and deterministic: ``Corpus`` (one passage per team),
 ``WordRetriever`` (the asked team's passage first), ``WordScorer`` (share of the
-claim's words found in the passage), ``KeepOrder`` (a reranker that keeps the
-retrieval order) and ``LocalStandIn`` (stands in for the local quantized heavy model:
-the mock server's deterministic answer, streamed, priced as local). ``expected(k)`` is
+claim's words found in the passage) and ``KeepOrder`` (a reranker that keeps the
+retrieval order), both from ``stand_ins``, and ``LocalStandIn`` (stands in for the
+local quantized heavy model: the mock server's deterministic answer, streamed, priced
+as local). ``expected(k)`` is
 the answer the mock's responder gives for team ``k``'s question, to check answers
 word for word.
 
-Deliberately not here: the benchmark run and report (``chaos``).
+Deliberately not here: the benchmark run and report (``chaos``), and the scorer and
+reranker themselves (``stand_ins``, shared with the tests).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ import time
 from specrag.generators.base import Timer, Usage
 from specrag.retrieval.retriever import Retrieval
 from specrag.testing.mockapi import first_sentence_answer
+from specrag.testing.stand_ins import OrderRanker, WordScorer
 from specrag.types import Chunk, Hit
+
+__all__ = ["TEAMS", "Corpus", "WordRetriever", "WordScorer", "KeepOrder", "LocalStandIn"]
 
 TEAMS = 25
 
@@ -56,19 +61,14 @@ class WordRetriever:
         hits = tuple(Hit(c, 1.0 - r / 100, r + 1) for r, c in enumerate(ranked))
         return Retrieval(query, hits, 0.0, (time.perf_counter() - t0) * 1000)
 
-
-class WordScorer:
-    def predict(self, pairs):
-        return [len(set(h.lower().split()) & set(p.lower().split())) / max(1, len(h.split()))
-                for p, h in pairs]
+    search = retrieve  # no ACL to check
 
 
-class KeepOrder:
-    def warm_up(self):
-        return self
+class KeepOrder(OrderRanker):
+    """The stand-in reranker: keeps the retrieval order."""
 
-    def rank(self, query, documents, top_k=None):
-        return [{"corpus_id": i, "score": 1.0 - i / 100} for i in range(len(documents))][:top_k]
+    def __init__(self):
+        super().__init__(reverse=False)
 
 
 class LocalStandIn:

@@ -1,14 +1,24 @@
-"""Deterministic stand-ins for the engine's models, shared by the engine and app tests.
+"""Deterministic stand-ins for the engine's models, shared by the engine, UI and security tests.
 
-- ``FakeRetriever``: four fixed handbook sentences as hits, no embedder or store.
-- ``WordScorer``: P(supported) = share of the hypothesis' words found in the premise.
-- ``ReverseReranker``: ranks the candidates in reverse order (so tests can tell it ran).
+- ``FakeRetriever``: four fixed handbook sentences (``TEXTS``) as hits, no embedder or
+  store (``specrag.testing.stand_ins.FixedRetriever``).
+- ``WordScorer``: P(supported) = share of the hypothesis' words found in the premise
+  (``specrag.testing.stand_ins``, the one the chaos benchmark uses too).
+- ``ReverseReranker``: ranks the candidates in reverse order (so tests can tell it ran);
+  ``calls`` counts the instance's calls (``stand_ins.OrderRanker(reverse=True)``).
+- ``engine(tmp_path, draft_reply, ...)``: the real engine over ``FakeRetriever`` with
+  ``FakeGenerator`` draft and heavy tiers (the heavy one priced like Claude), the word
+  scorer and the reverse reranker; returns ``(engine, draft, heavy)``.
 - ``ScriptedGenerator``: a ``FakeGenerator`` whose reply depends on the question (first
   matching keyword), so concurrent sessions get their own answers, not a shared queue's.
 - ``handbook_engine(settings, embedder)``: a ``SpeculativeRAG`` over the REAL retriever
   and store (the sample handbook) with the fakes above as draft, heavy, verifier and
   reranker; easy questions get a draft the word scorer accepts, others a draft it rejects
   and a heavy answer.
+- ``launch(demo)``: start a Gradio app on a free loopback port; its URL.
+
+Deliberately not here: scripted generators for the resilience layer and in-memory
+telemetry (``tests.support.resilience``), documents (``tests.support.docs``).
 """
 
 from __future__ import annotations
@@ -17,9 +27,14 @@ import re
 
 from specrag.grounding.verifier import Verifier
 from specrag.pipeline.engine import SpeculativeRAG
-from specrag.retrieval.retriever import Retrieval, Retriever
+from specrag.retrieval.retriever import Retriever
 from specrag.testing import FakeGenerator
-from specrag.types import Chunk, Hit
+from specrag.testing.stand_ins import FixedRetriever, OrderRanker, WordScorer
+from tests.support.env import free_port, make_settings
+
+__all__ = ["TEXTS", "FakeRetriever", "WordScorer", "ReverseReranker", "engine",
+           "ScriptedGenerator", "DRAFT_SCRIPT", "DRAFT_WRONG", "HEAVY_ANSWER", "handbook_engine",
+           "launch"]
 
 TEXTS = ["Employees receive 25 days of paid annual leave per year.",
          "Expense claims must be filed within 30 days.",
@@ -27,39 +42,26 @@ TEXTS = ["Employees receive 25 days of paid annual leave per year.",
          "The on-call engineer acknowledges pages within 15 minutes."]
 
 
-class FakeRetriever:
+class FakeRetriever(FixedRetriever):
     def __init__(self, texts=TEXTS):
-        self.hits = tuple(Hit(Chunk(f"c{i}", f"d{i}", f"doc{i}.md", t, 0, 0, len(t), "h", "v",
-                                    page=i + 1), 0.9 - i / 10, i + 1) for i, t in enumerate(texts))
-
-    def warm_up(self):
-        return self
-
-    def retrieve(self, query, top_k=None, collection=None, source=None):
-        return Retrieval(query, self.hits[:top_k], 1.0, 2.0)
+        super().__init__(texts)
 
 
-class WordScorer:
-    """P(supported) = share of the hypothesis' words found in the premise."""
-
-    def predict(self, pairs):
-        out = []
-        for premise, hyp in pairs:
-            words = [w.strip(".,").lower() for w in hyp.split()]
-            out.append(sum(w in premise.lower() for w in words) / max(1, len(words)))
-        return out
+class ReverseReranker(OrderRanker):
+    def __init__(self):
+        super().__init__(reverse=True)
 
 
-class ReverseReranker:
-    calls = 0
-
-    def warm_up(self):
-        return self
-
-    def rank(self, query, documents, top_k=None):
-        ReverseReranker.calls += 1
-        order = list(range(len(documents)))[::-1][:top_k]
-        return [{"corpus_id": i, "score": 1.0 - r / 10} for r, i in enumerate(order)]
+def engine(tmp_path, draft_reply, heavy_reply="Pages are acknowledged within 15 minutes [1].",
+           delay=0.0, heavy_delay=0.0, **values):
+    """(engine, draft, heavy): fake retrieval, scorer and reranker, ``FakeGenerator`` tiers."""
+    s = make_settings(tmp_path, **{"retrieval.rerank": True, **values})
+    draft = FakeGenerator(replies=[draft_reply], delay_s=delay)
+    heavy = FakeGenerator("claude-sonnet-4-5", replies=[heavy_reply], delay_s=heavy_delay)
+    heavy.name = "anthropic"  # priced like Claude
+    eng = SpeculativeRAG(s, retriever=FakeRetriever(), draft=draft, heavy=heavy,
+                         verifier=Verifier(s, scorer=WordScorer()), reranker=ReverseReranker())
+    return eng, draft, heavy
 
 
 _QUESTION = re.compile(r"^Question: (.*)$", re.M)
@@ -114,7 +116,6 @@ def handbook_engine(settings, embedder, draft_delay: float = 0.04,
 def launch(demo):
     """Start ``demo`` on a free loopback port, styled as ``python app.py`` does; its URL."""
     from specrag.ui.app import launch_options
-    from tests.conftest import free_port
 
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,

@@ -1,10 +1,27 @@
-"""Scripted generators and a fake clock for the resilience tests (no sleeping, no models)."""
+"""Scripted generators, a fake clock and in-memory telemetry for the resilience tests.
+
+No sleeping and no models: ``FakeClock``, ``Sleeps`` (records backoff sleeps),
+``Scripted`` (a generator following a plan per call), ``err``, ``collect_all``, ``run``;
+``ANSWER`` and ``MESSAGES`` (a heavy prompt over one leave chunk and the answer to it);
+``fake_engine`` (the real engine with the fakes of ``tests.support.fakes`` and scripted
+tiers); ``in_memory_telemetry`` and ``metric_points`` for spans and metrics.
+
+Deliberately not here: the mock HTTP APIs (``specrag.testing.mockapi``) and the retry,
+breaker and failover policies under test.
+"""
 
 from __future__ import annotations
 
 import asyncio
 
 from specrag.generators.base import GenerationError, Usage
+from specrag.pipeline.prompts import build_messages
+from specrag.types import Chunk
+
+ANSWER = "Staff get 25 days of annual leave. [1]"
+MESSAGES = build_messages("How much leave?", [Chunk("c1", "d1", "leave.md",
+                          "Staff get 25 days of annual leave. Extra text.", 0, 0, 10, "h", "v")],
+                          "heavy")
 
 
 class FakeClock:
@@ -105,10 +122,10 @@ HEAVY_TEXT = "Pages are acknowledged within 15 minutes [1]."
 
 
 def fake_engine(settings, heavy=None, draft=None):
-    """The real engine with fake retrieval, scorer and reranker (from the engine tests)."""
+    """The real engine with fake retrieval, scorer and reranker (``tests.support.fakes``)."""
     from specrag.grounding.verifier import Verifier
     from specrag.pipeline.engine import SpeculativeRAG
-    from tests.test_engine_flow import FakeRetriever, ReverseReranker, WordScorer
+    from tests.support.fakes import FakeRetriever, ReverseReranker, WordScorer
 
     draft = draft or Scripted("fake", "draft-model", [REJECTED_DRAFT])
     heavy = heavy or Scripted("anthropic", "claude-sonnet-4-5", [HEAVY_TEXT])
