@@ -70,13 +70,14 @@ def test_padding_is_synthetic_and_marked(tmp_path):
 
 
 def test_cli_parser():
-    import argparse
+    from specrag.cli import bench as bench_cli
+    from specrag.cli.main import build_parser
 
-    p = argparse.ArgumentParser()
-    bench.add_parser(p.add_subparsers(dest="cmd"))
-    args = p.parse_args(["retrieval", "--dataset", "squad", "--n", "5", "--scale", "1000",
-                         "--max-passages", "50", "--out", "x", "--json"])
+    p = build_parser()
+    args = p.parse_args(["bench", "retrieval", "--dataset", "squad", "--n", "5", "--scale",
+                         "1000", "--max-passages", "50", "--out", "x", "--json"])
     assert (args.dataset, args.n, args.scale, args.max_passages, args.out, args.json) == (
         "squad", 5, 1000, 50, "x", True)
+    assert args.func is bench_cli.cmd_retrieval
     with pytest.raises(SystemExit):
-        p.parse_args(["retrieval", "--dataset", "nope"])
+        p.parse_args(["bench", "retrieval", "--dataset", "nope"])

@@ -1,6 +1,6 @@
 """What a second user waits while the first one's question runs, on the app's own engine.
 
-``python -m specrag.bench.concurrency [POLICY] [--collection handbook] [--rounds 3]``
+``specrag bench concurrency [POLICY] [--collection handbook] [--rounds 3]``
 builds the app's ``Service`` (``pipeline.build.build_service``: failover tiers, ledger,
 audit, the local model workers), asks question B alone, then question A with B arriving
 0.3 s later, ``rounds`` times, and prints the medians of first-token and answer times
@@ -14,7 +14,6 @@ client test in BENCHMARKS.md).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import time
@@ -55,20 +54,3 @@ async def measure(service, policy: str, collection: str, rounds: int) -> dict:
                            "answer_s": med([y[1] for y in both], 1)},
             "a": {"first_token_s": med([y[0] for y in both], 0),
                   "answer_s": med([y[0] for y in both], 1)}}
-
-
-def main() -> None:
-    from specrag.pipeline.build import build_service
-    from specrag.settings import Settings
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("policy", nargs="?", default="draft-only")
-    ap.add_argument("--collection", default="handbook")
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    service = build_service(Settings.load()[0]).warm_up()
-    print(asyncio.run(measure(service, args.policy, args.collection, args.rounds)))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Time to first token and decode speed of a local GGUF model through llama.cpp.
 
-``python -m specrag.bench.llm_speed MODEL.gguf [...] [--isolation thread] [--extra-bufts]``
+``specrag bench llm-speed MODEL.gguf [...] [--isolation thread] [--extra-bufts]``
 builds the draft prompt for three HaluEval-QA passages (about 430-450 prompt tokens),
 runs it through ``LlamaCppGenerator`` (in its worker process unless ``--isolation
 thread``) without the prompt cache, generates 64 tokens and prints load time, first-token
@@ -67,17 +67,3 @@ def measure(path: str, threads: int = 2, new_tokens: int = 64, isolation: str = 
     finally:
         gen.close()
     return best
-
-
-if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("models", nargs="+", help="GGUF files")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--isolation", choices=("process", "thread"), default="process")
-    ap.add_argument("--extra-bufts", action="store_true", help="let llama.cpp repack weights")
-    args = ap.parse_args()
-    for model in args.models:
-        print(measure(model, args.threads, isolation=args.isolation,
-                      extra_bufts=args.extra_bufts))

@@ -1,6 +1,6 @@
 """Stage timings of the same questions under several policies, on the app's own engine.
 
-``python -m specrag.bench.policy_timing lazy eager lazy eager [--collection handbook]``
+``specrag bench policy-timing lazy eager lazy eager [--collection handbook]``
 builds the engine as the app serves it (``pipeline.build``, the audit off, the prompt
 cache off so no policy reuses another's prompt), answers each question once per policy
 given, in the order given (repeat a policy to interleave rounds), and prints per
@@ -11,8 +11,6 @@ Deliberately not here: answer quality (``bench e2e``), concurrency (``bench conc
 """
 
 from __future__ import annotations
-
-import argparse
 
 from specrag.bench.concurrency import A, B
 
@@ -27,23 +25,3 @@ def timings(service, policy: str, collection: str, questions=QUESTIONS) -> list[
         rows.append(tuple(round(t[k] / 1000, 2) if k in t else None
                           for k in ("draft_ttft", "draft", "heavy_ttft", "total")) + (answer.tier,))
     return rows
-
-
-def main() -> None:
-    from specrag.pipeline.build import build_service
-    from specrag.settings import Settings
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("policies", nargs="+")
-    ap.add_argument("--collection", default="handbook")
-    args = ap.parse_args()
-    settings = Settings.load()[0].with_values(**{"generation.prompt_cache": False})
-    service = build_service(settings, audit=False).warm_up()
-    timings(service, args.policies[0], args.collection)  # warm: models loaded, caches filled
-    for policy in args.policies:
-        print(policy, timings(service, policy, args.collection), flush=True)
-    service.close()
-
-
-if __name__ == "__main__":
-    main()

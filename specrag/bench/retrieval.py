@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from specrag.datasets import DATASETS, QADataset, load_dataset, passage_file_name
+from specrag.datasets import QADataset, load_dataset, passage_file_name
 from specrag.settings import Settings
 from specrag.sources import source_for
 from specrag.types import DocumentInfo, SpecragError
@@ -52,9 +52,7 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 500, scale: i
         progress: bool = True, max_passages: int | None = None, seed: int = 0) -> dict:
     """Run the benchmark and return the result dict (also written to ``out_dir``)."""
     from specrag.ingest.ingestor import Ingestor
-    from specrag.retrieval.embedder import (
-        Embedder,  # heavy imports here: the CLI imports this module
-    )
+    from specrag.retrieval.embedder import Embedder  # heavy: loaded only when it runs
     from specrag.retrieval.retriever import Retriever
     from specrag.retrieval.store import Store
 
@@ -278,25 +276,3 @@ def to_markdown(r: dict) -> str:
               *[f"| {t['target']} | {fmt(t['value'])} | {verdict[t['passed']]} | {t['note']} |"
                 for t in r["targets"]]]
     return "\n".join(lines) + "\n"
-
-
-# -- command line ------------------------------------------------------------------
-def add_parser(subparsers):
-    p = subparsers.add_parser("retrieval", help="int8 vs fp32: throughput, recall@k, latency")
-    p.add_argument("--dataset", choices=DATASETS, default="halueval-qa")
-    p.add_argument("--n", type=int, default=500, help="questions to score (default 500)")
-    p.add_argument("--scale", type=int, default=0, help="also time queries after padding the "
-                   "collection to N chunks with synthetic vectors (e.g. 100000)")
-    p.add_argument("--max-passages", type=int, help="cap the corpus (gold passages stay)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", help="results folder (default DATA_DIR/bench/retrieval)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    return p
-
-
-def main(args, settings: Settings) -> int:
-    progress = sys.stderr.isatty() or "SPECRAG_PROGRESS" in os.environ
-    result = run(settings, args.dataset, args.n, args.scale, out_dir=args.out,
-                 progress=progress, max_passages=args.max_passages, seed=args.seed)
-    print(json.dumps(result, indent=2) if args.json else to_markdown(result))
-    return 0

@@ -15,16 +15,17 @@ import json
 import sys
 
 
-def add_parser(sub) -> None:
+def add_parsers(sub) -> None:
     p = sub.add_parser("ask", help="answer a question from a collection (speculative RAG)")
     p.add_argument("question", nargs="?")
     p.add_argument("--policy", choices=["lazy", "eager", "draft-only", "heavy-only"])
     p.add_argument("--questions", help="file with one question per line (JSON lines out)")
     p.add_argument("-c", "--collection", default=None)
     p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_ask)
 
 
-def main(args, settings) -> int:
+def cmd_ask(args, settings) -> int:
     from specrag.pipeline.build import build_service
 
     if bool(args.question) == bool(args.questions):

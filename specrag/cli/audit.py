@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 
 
-def add_parser(sub) -> None:
+def add_parsers(sub) -> None:
     p = sub.add_parser("audit", help="quality audit of sampled live answers")
     p.add_argument("--limit", type=int, default=10, help="recent samples to show")
     p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_audit)
 
 
-def main(args, settings) -> int:
+def cmd_audit(args, settings) -> int:
     from specrag.observability.audit import AuditStore
     from specrag.security.crypto import DataFiles
 

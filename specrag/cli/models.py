@@ -1,5 +1,5 @@
-"""Command-line surface of the cross-encoders: ``train``, ``verify``, ``rerank``,
-``calibrate`` and ``bench verifier|reranker``. ``cli`` wires these in.
+"""Command-line surface of the cross-encoders: ``train``, ``verify``, ``rerank`` and
+``calibrate`` (their benchmarks are ``bench verifier|reranker``, in ``cli.bench``).
 
 Deliberately not here: any scoring or training logic (``verifier``, ``crossencoder``,
 ``training.*``, ``bench.*``); this module only parses arguments and prints results.
@@ -25,6 +25,7 @@ def add_parsers(sub) -> None:
     tr.add_argument("--scale", type=float, default=1.0, help="fraction of the default data size")
     tr.add_argument("--no-eval", action="store_true", help="skip the evaluation for the model card")
     tr.add_argument("--json", action="store_true")
+    tr.set_defaults(func=cmd_train)
 
     ve = sub.add_parser("verify", help="is an answer supported by a context? (or score pairs)")
     ve.add_argument("--context", help="text file (paragraphs become chunks) or JSONL of chunks")
@@ -34,6 +35,7 @@ def add_parsers(sub) -> None:
     ve.add_argument("--threshold", type=float, help="override verify.threshold")
     ve.add_argument("--model", help="verifier source (folder, hf id) instead of models.verifier")
     ve.add_argument("--json", action="store_true")
+    ve.set_defaults(func=cmd_verify)
 
     rr = sub.add_parser("rerank", help="order passages by relevance to a query")
     rr.add_argument("--query", required=True)
@@ -41,23 +43,14 @@ def add_parsers(sub) -> None:
     rr.add_argument("-k", "--top-k", type=int, default=None)
     rr.add_argument("--model", help="reranker source instead of models.reranker")
     rr.add_argument("--json", action="store_true")
+    rr.set_defaults(func=cmd_rerank)
 
     ca = sub.add_parser("calibrate", help="choose verify.threshold for a target precision")
     ca.add_argument("--target-precision", type=float, default=0.95)
     ca.add_argument("--n", type=int, default=400, help="held-out drafts per source")
     ca.add_argument("--dry-run", action="store_true", help="print, do not write the settings file")
     ca.add_argument("--json", action="store_true")
-
-
-def add_bench_parsers(bsub) -> None:
-    for name in ("verifier", "reranker"):
-        b = bsub.add_parser(name, help=f"{name} quality and latency on held-out data, int8 vs fp32")
-        b.add_argument("--n", type=int, default=None, help="held-out items per source/dataset")
-        b.add_argument("--model", help="model folder (default: the configured one)")
-        b.add_argument("--out", help="results folder (default DATA_DIR/bench/<name>)")
-        b.add_argument("--update-card", action="store_true",
-                       help="write the tables into the model folder's README.md")
-        b.add_argument("--json", action="store_true")
+    ca.set_defaults(func=cmd_calibrate)
 
 
 def _read_lines(path: str) -> list:
@@ -87,9 +80,8 @@ def read_chunks(path: str, words: int = 150) -> list[str]:
     return out
 
 
-def cmd_train(args, settings, _origins) -> int:
+def cmd_train(args, settings) -> int:
     from specrag.training import run
-
 
     fn = run.train_verifier if args.model == "verifier" else run.train_reranker
     out = fn(settings, out=Path(args.out) if args.out else None, scale=args.scale, seed=args.seed,
@@ -100,7 +92,7 @@ def cmd_train(args, settings, _origins) -> int:
     return 0
 
 
-def cmd_verify(args, settings, _origins) -> int:
+def cmd_verify(args, settings) -> int:
     from specrag.grounding.crossencoder import CrossEncoder
     from specrag.grounding.verifier import Verifier
 
@@ -130,7 +122,7 @@ def cmd_verify(args, settings, _origins) -> int:
     return 0
 
 
-def cmd_rerank(args, settings, _origins) -> int:
+def cmd_rerank(args, settings) -> int:
     from specrag.grounding.crossencoder import CrossEncoder
 
     rows = _read_lines(args.passages)
@@ -145,7 +137,7 @@ def cmd_rerank(args, settings, _origins) -> int:
     return 0
 
 
-def cmd_calibrate(args, settings, _origins) -> int:
+def cmd_calibrate(args, settings) -> int:
     from specrag.training.calibrate import calibrate, settings_file, write_threshold
 
     result = calibrate(settings, args.target_precision, args.n, progress=_progress(args))
@@ -161,22 +153,3 @@ def cmd_calibrate(args, settings, _origins) -> int:
               f"recall {result['recall']:.3f} on {result['drafts']} held-out drafts{met}")
         print(f"written to {path}" if not args.dry_run else "dry run: nothing written")
     return 0 if result["target_met"] else 1
-
-
-def cmd_bench(args, settings) -> int:
-    if args.bench_command == "verifier":
-        from specrag.bench import verifier as bench
-    else:
-        from specrag.bench import reranker as bench
-    out = Path(args.out) if args.out else settings.data_path / "bench" / args.bench_command
-    kwargs = {"n_per_source" if args.bench_command == "verifier" else "n_per_dataset": args.n}
-    result = bench.run(settings, model_dir=Path(args.model) if args.model else None,
-                       progress=_progress(args), out_dir=out, **kwargs)
-    if args.update_card:
-        from specrag.training.run import write_card
-
-        model_dir = Path(result["model"])
-        write_card(model_dir, json.loads((model_dir / "specrag.json").read_text()),
-                   bench.to_markdown(result))
-    print(json.dumps(result, indent=2) if args.json else bench.to_markdown(result))
-    return 0

@@ -1,11 +1,11 @@
-"""``specrag usage`` (the ledger: tokens and cost per session, collection, model, day) and
-``specrag bench chaos`` (the resilience benchmark).
+"""``specrag usage``: the ledger's tokens and cost per session, collection, model, day
+or stage.
 
 ``usage`` reads ``DATA_DIR/ledger.sqlite3`` (``budget.ledger_file``); it can run while
 the app writes (WAL). ``--json`` prints ``{"by": ..., "rows": [...], "budget": ...}``.
 
-Deliberately not here: the ledger itself (``resilience.ledger``), the benchmark
-(``bench.chaos``).
+Deliberately not here: the ledger itself (``observability.ledger``), budgets
+(``observability.budget``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import sys
 
 
-def add_parsers(sub, bench_sub) -> None:
+def add_parsers(sub) -> None:
     u = sub.add_parser("usage", help="tokens and cost from the usage ledger")
     u.add_argument("--by", default="session",
                    choices=["session", "collection", "model", "day", "stage"])
@@ -22,18 +22,10 @@ def add_parsers(sub, bench_sub) -> None:
     u.add_argument("-c", "--collection", default=None, help="only this collection")
     u.add_argument("--since", help="only from this UTC day on (YYYY-MM-DD)")
     u.add_argument("--json", action="store_true")
-
-    c = bench_sub.add_parser("chaos", help="answers under injected heavy-tier faults and "
-                                           "concurrent app sessions")
-    c.add_argument("-n", "--questions", type=int, default=200)
-    c.add_argument("--fault-rate", type=float, default=0.3)
-    c.add_argument("--sessions", type=int, default=20, help="gradio_client sessions (0: skip)")
-    c.add_argument("--per-session", type=int, default=3, help="questions per session")
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--out", default="bench-results/chaos")
+    u.set_defaults(func=cmd_usage)
 
 
-def main_usage(args, settings) -> int:
+def cmd_usage(args, settings) -> int:
     from specrag.observability.budget import Budget
     from specrag.observability.ledger import Ledger
 
@@ -62,15 +54,3 @@ def main_usage(args, settings) -> int:
         print(f"session {args.session}: ${budget['session_spent_usd']:.4f} spent"
               + (f" of ${limit:.2f}" if limit else " (no session budget)"))
     return 0
-
-
-def main_chaos(args, settings) -> int:
-    from specrag.bench import chaos
-
-    report = chaos.run(settings, n=args.questions, fault_rate=args.fault_rate,
-                       sessions=args.sessions, per_session=args.per_session, out_dir=args.out,
-                       seed=args.seed)
-    print(chaos.markdown(report))
-    print(f"written to {args.out}/chaos.json and chaos.md")
-    failed = report["faults"]["failed_answers"] + report.get("sessions", {}).get("errors", 0)
-    return 1 if failed else 0

@@ -48,9 +48,10 @@ def add_parsers(sub) -> None:
     for p in (add, rm, usub.choices["list"]):
         p.add_argument("--file", help="users file (default: security.users_file)")
         p.add_argument("--json", action="store_true")
+    users.set_defaults(func=cmd_users)
 
 
-def cmd_users(args, settings, _origins=None) -> int:
+def cmd_users(args, settings) -> int:
     if args.users_command == "keygen":
         from specrag.security.crypto import generate_key
 

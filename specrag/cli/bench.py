@@ -1,0 +1,216 @@
+"""``specrag bench ...``: every benchmark's command line, one subcommand each.
+
+``retrieval`` (int8 vs fp32 embedder), ``e2e`` (speed/cost/quality per policy),
+``report`` and ``reverify`` (a finished e2e run re-rendered or re-verified), ``chaos``
+(faults and concurrent sessions), ``verifier`` and ``reranker`` (the cross-encoders),
+``llm-speed`` (a GGUF's first token and decode speed), ``concurrency`` (what a second
+user waits) and ``policy-timing`` (stage timings per policy).
+
+Deliberately not here: the benchmarks themselves (``specrag.bench.*``, plain functions
+with explicit arguments); this module parses arguments, calls them and prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _progress(args) -> bool:
+    return not getattr(args, "json", False) and (sys.stderr.isatty() or "SPECRAG_PROGRESS" in os.environ)
+
+
+def add_parsers(sub) -> None:
+    bench = sub.add_parser("bench", help="benchmarks")
+    bsub = bench.add_subparsers(dest="bench_command", required=True)
+    from specrag.datasets import DATASETS
+
+    p = bsub.add_parser("retrieval", help="int8 vs fp32: throughput, recall@k, latency")
+    p.add_argument("--dataset", choices=DATASETS, default="halueval-qa")
+    p.add_argument("--n", type=int, default=500, help="questions to score (default 500)")
+    p.add_argument("--scale", type=int, default=0, help="also time queries after padding the "
+                   "collection to N chunks with synthetic vectors (e.g. 100000)")
+    p.add_argument("--max-passages", type=int, help="cap the corpus (gold passages stay)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="results folder (default DATA_DIR/bench/retrieval)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_retrieval)
+
+    p = bsub.add_parser("e2e", help="speed/cost/quality of every policy on a QA set")
+    p.add_argument("--dataset", default="halueval-qa",
+                   help="halueval-qa, squad, or a .jsonl file of your own (needs --corpus)")
+    p.add_argument("--corpus", help="folder of documents for a .jsonl dataset")
+    p.add_argument("--n", type=int, default=100)
+    p.add_argument("--policies", default="heavy-only,draft-only,lazy,eager")
+    p.add_argument("--heavy", default="local",
+                   help="local, anthropic, or a generation spec such as openai:MODEL")
+    p.add_argument("--max-passages", type=int, default=None,
+                   help="cap the corpus (gold passages are always kept)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="output folder (resumes a run found there)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_e2e)
+
+    p = bsub.add_parser("report", help="re-render e2e.md and e2e.html from an e2e.json")
+    p.add_argument("run_json")
+    p.set_defaults(func=cmd_report)
+
+    p = bsub.add_parser("reverify", help="re-verify an e2e run's drafts with the current "
+                        "verifier and threshold (no generation) and replay lazy")
+    p.add_argument("run_dir", help="an e2e output folder (rows.jsonl and data/)")
+    p.add_argument("--out", default=None, help="where reverify.md/json go (default: run_dir)")
+    p.set_defaults(func=cmd_reverify)
+
+    p = bsub.add_parser("chaos", help="answers under injected heavy-tier faults and "
+                                      "concurrent app sessions")
+    p.add_argument("-n", "--questions", type=int, default=200)
+    p.add_argument("--fault-rate", type=float, default=0.3)
+    p.add_argument("--sessions", type=int, default=20, help="gradio_client sessions (0: skip)")
+    p.add_argument("--per-session", type=int, default=3, help="questions per session")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="bench-results/chaos")
+    p.set_defaults(func=cmd_chaos)
+
+    for name in ("verifier", "reranker"):
+        p = bsub.add_parser(name, help=f"{name} quality and latency on held-out data, int8 vs fp32")
+        p.add_argument("--n", type=int, default=None, help="held-out items per source/dataset")
+        p.add_argument("--model", help="model folder (default: the configured one)")
+        p.add_argument("--out", help="results folder (default DATA_DIR/bench/<name>)")
+        p.add_argument("--update-card", action="store_true",
+                       help="write the tables into the model folder's README.md")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=cmd_cross_encoder)
+
+    p = bsub.add_parser("llm-speed", help="first-token time and decode speed of GGUF models "
+                                          "through llama.cpp")
+    p.add_argument("models", nargs="+", help="GGUF files")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--isolation", choices=("process", "thread"), default="process")
+    p.add_argument("--extra-bufts", action="store_true", help="let llama.cpp repack weights")
+    p.set_defaults(func=cmd_llm_speed)
+
+    p = bsub.add_parser("concurrency", help="what a second user waits while the first one's "
+                                            "question runs")
+    p.add_argument("policy", nargs="?", default="draft-only")
+    p.add_argument("--collection", default="handbook")
+    p.add_argument("--rounds", type=int, default=3)
+    p.set_defaults(func=cmd_concurrency)
+
+    p = bsub.add_parser("policy-timing", help="stage timings of the same questions under "
+                                              "several policies")
+    p.add_argument("policies", nargs="+")
+    p.add_argument("--collection", default="handbook")
+    p.set_defaults(func=cmd_policy_timing)
+
+
+def cmd_retrieval(args, settings) -> int:
+    from specrag.bench import retrieval
+
+    result = retrieval.run(settings, args.dataset, args.n, args.scale, out_dir=args.out,
+                           progress=sys.stderr.isatty() or "SPECRAG_PROGRESS" in os.environ,
+                           max_passages=args.max_passages, seed=args.seed)
+    print(json.dumps(result, indent=2) if args.json else retrieval.to_markdown(result))
+    return 0
+
+
+def cmd_e2e(args, settings) -> int:
+    from specrag.bench import e2e, e2e_report
+
+    result = e2e.run(settings, args.dataset, n=args.n, policies=tuple(args.policies.split(",")),
+                     out_dir=args.out, seed=args.seed, corpus=args.corpus, heavy=args.heavy,
+                     max_passages=args.max_passages)
+    if args.json:
+        print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
+    else:
+        print(e2e_report.to_markdown(result))
+    return 0
+
+
+def cmd_report(args, _settings) -> int:
+    from specrag.bench import e2e_report
+
+    out = e2e_report.render(args.run_json)
+    print(f"wrote {out / 'e2e.md'} and {out / 'e2e.html'}")
+    return 0
+
+
+def cmd_reverify(args, settings) -> int:
+    from specrag.bench import reverify
+
+    result = reverify.run(args.run_dir, settings, out=args.out, progress=True)
+    print(reverify.to_markdown(result))
+    return 0
+
+
+def cmd_chaos(args, settings) -> int:
+    from specrag.bench import chaos
+
+    report = chaos.run(settings, n=args.questions, fault_rate=args.fault_rate,
+                       sessions=args.sessions, per_session=args.per_session, out_dir=args.out,
+                       seed=args.seed)
+    print(chaos.markdown(report))
+    print(f"written to {args.out}/chaos.json and chaos.md")
+    failed = report["faults"]["failed_answers"] + report.get("sessions", {}).get("errors", 0)
+    return 1 if failed else 0
+
+
+def cmd_cross_encoder(args, settings) -> int:
+    """``bench verifier`` and ``bench reranker``: the same flags, one module each."""
+    if args.bench_command == "verifier":
+        from specrag.bench import verifier as bench
+    else:
+        from specrag.bench import reranker as bench
+    out = Path(args.out) if args.out else settings.data_path / "bench" / args.bench_command
+    kwargs = {"n_per_source" if args.bench_command == "verifier" else "n_per_dataset": args.n}
+    result = bench.run(settings, model_dir=Path(args.model) if args.model else None,
+                       progress=_progress(args), out_dir=out, **kwargs)
+    if args.update_card:
+        from specrag.training.run import write_card
+
+        model_dir = Path(result["model"])
+        write_card(model_dir, json.loads((model_dir / "specrag.json").read_text()),
+                   bench.to_markdown(result))
+    print(json.dumps(result, indent=2) if args.json else bench.to_markdown(result))
+    return 0
+
+
+def cmd_llm_speed(args, _settings) -> int:
+    from specrag.bench import llm_speed
+
+    for model in args.models:
+        print(llm_speed.measure(model, args.threads, isolation=args.isolation,
+                                extra_bufts=args.extra_bufts), flush=True)
+    return 0
+
+
+def cmd_concurrency(args, settings) -> int:
+    import asyncio
+
+    from specrag.bench import concurrency
+    from specrag.pipeline.build import build_service
+
+    service = build_service(settings).warm_up()
+    try:
+        print(asyncio.run(concurrency.measure(service, args.policy, args.collection,
+                                              args.rounds)))
+    finally:
+        service.close()
+    return 0
+
+
+def cmd_policy_timing(args, settings) -> int:
+    from specrag.bench import policy_timing
+    from specrag.pipeline.build import build_service
+
+    # the audit off and the prompt cache off, so no policy reuses another's prompt
+    settings = settings.with_values(**{"generation.prompt_cache": False})
+    service = build_service(settings, audit=False).warm_up()
+    try:
+        policy_timing.timings(service, args.policies[0], args.collection)  # warm: models, caches
+        for policy in args.policies:
+            print(policy, policy_timing.timings(service, policy, args.collection), flush=True)
+    finally:
+        service.close()
+    return 0
