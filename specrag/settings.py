@@ -81,7 +81,7 @@ class GenerationSettings:
     """Backends as ``NAME`` (local: model from ``models.ROLE``) or ``NAME:MODEL`` (remote)."""
 
     draft: str = "llama-cpp"  # llama-cpp | transformers | openai:MODEL | anthropic:MODEL
-    heavy: str = "llama-cpp"  # e.g. anthropic:claude-sonnet-4-5
+    heavy: str = "llama-cpp"  # e.g. anthropic:claude-sonnet-4-6
     policy: str = "lazy"  # lazy | eager | draft-only | heavy-only
     eager_heavy: bool = True  # eager also starts the heavy generation, not only the rerank
     # ... even when the heavy model runs on this machine beside a local draft; off: on 2
@@ -105,7 +105,8 @@ class GenerationSettings:
     # "8bit", "device": "cpu"}, "llama-cpp": {"n_ctx": 8192}, "openai": {"timeout_s": 30}}
     options: dict = field(default_factory=dict)
     prices: dict = field(default_factory=lambda: {
-        "claude-opus-4-1": [15.0, 75.0], "claude-sonnet-4-5": [3.0, 15.0],
+        "claude-opus-4-1": [15.0, 75.0], "claude-sonnet-4-6": [3.0, 15.0],
+        "claude-sonnet-4-5": [3.0, 15.0],
         "claude-haiku-4-5": [1.0, 5.0]})  # USD per million tokens [input, output]
 
 
@@ -143,7 +144,7 @@ class ResilienceSettings:
     """
 
     draft_chain: list = field(default_factory=list)  # e.g. ["openai:qwen@http://gpu:8000/v1", "llama-cpp"]
-    heavy_chain: list = field(default_factory=list)  # e.g. ["anthropic:claude-sonnet-4-5", "llama-cpp"]
+    heavy_chain: list = field(default_factory=list)  # e.g. ["anthropic:claude-sonnet-4-6", "llama-cpp"]
     balance: str = "round-robin"  # round-robin | least-latency (endpoints of one entry)
     max_attempts: int = 3  # per remote backend, the first try included
     backoff_base_s: float = 0.25

@@ -25,9 +25,9 @@ RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 class AnthropicGenerator:
     name = "anthropic"
 
-    def __init__(self, model: str = "claude-sonnet-4-5", api_key_env: str = "ANTHROPIC_API_KEY",
+    def __init__(self, model: str = "claude-sonnet-4-6", api_key_env: str = "ANTHROPIC_API_KEY",
                  base_url: str | None = None, timeout_s: float = 60.0):
-        self.model = model or "claude-sonnet-4-5"
+        self.model = model or "claude-sonnet-4-6"
         self.api_key_env = api_key_env
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self.timeout_s = timeout_s

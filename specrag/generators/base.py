@@ -97,7 +97,7 @@ def check_options(backend: str, options: dict) -> None:
 
 
 def make_generator(spec: str, **options) -> Generator:
-    """``"backend:model"`` (e.g. ``"anthropic:claude-sonnet-4-5"``) -> a generator; every
+    """``"backend:model"`` (e.g. ``"anthropic:claude-sonnet-4-6"``) -> a generator; every
     option is one of the backend's own parameters (``check_options``)."""
     backend, _, model = spec.partition(":")
     factory = _factory(backend, spec)

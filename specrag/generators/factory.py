@@ -2,7 +2,7 @@
 
 ``generation.draft`` / ``generation.heavy`` is ``BACKEND`` for local backends (the model
 file comes from ``models.ROLE`` through ``sources``) or ``BACKEND:MODEL`` for remote ones
-(``anthropic:claude-sonnet-4-5``, ``openai:qwen2.5-7b``). Resolution of a local model
+(``anthropic:claude-sonnet-4-6``, ``openai:qwen2.5-7b``). Resolution of a local model
 happens in ``warm_up`` of the returned generator, not here, so building is instant.
 Options a backend takes beyond these (``load_in: 8bit`` for transformers, ``n_ctx`` for
 llama.cpp, ``timeout_s`` for a remote API) come from ``generation.options``, keyed by

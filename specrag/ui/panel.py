@@ -58,7 +58,7 @@ def claude_status(settings, environ=None) -> str:
         if heavy.startswith("anthropic:"):
             return f"✅ Claude key configured (`{var}`); the heavy tier is `{heavy}`."
         return (f"✅ Claude key configured (`{var}`), but the heavy tier is `{heavy}`: set "
-                "`SPECRAG_GENERATION__HEAVY=anthropic:claude-sonnet-4-5` to use Claude.")
+                "`SPECRAG_GENERATION__HEAVY=anthropic:claude-sonnet-4-6` to use Claude.")
     return (f"⚪ No Claude key: `{var}` is not set, so the heavy tier runs `{heavy}`. "
             "On a Hugging Face Space, add it under Settings → Secrets.")
 
