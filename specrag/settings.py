@@ -86,7 +86,7 @@ class GenerationSettings:
     eager_heavy: bool = True  # eager also starts the heavy generation, not only the rerank
     # ... even when the heavy model runs on this machine beside a local draft; off: on 2
     # cores the two then share the cores and both get slower (BENCHMARKS.md)
-    eager_heavy_local: bool = False
+    eager_heavy_local: bool = False  # and then each local model takes half the cores
     draft_max_tokens: int = 96
     heavy_max_tokens: int = 256
     temperature: float = 0.0

@@ -72,3 +72,19 @@ def test_the_fake_backend_exists_only_where_test_support_is_imported():
     # one notion of "local" for costs, retries and breakers, declared by each backend
     assert [is_local_backend(b) for b in ("llama-cpp", "transformers", "fake", "openai",
                                           "anthropic", "nope")] == [True] * 3 + [False] * 3
+
+
+def test_two_local_models_generating_at_once_split_the_cores(tmp_path):
+    from specrag.generators.factory import backend_options, local_threads
+
+    both = {"generation.draft": "llama-cpp", "generation.heavy": "llama-cpp"}
+    assert local_threads(make_settings(tmp_path, **both), cores=8) is None  # one at a time
+    concurrent = make_settings(tmp_path, **both, **{"generation.eager_heavy_local": True})
+    assert local_threads(concurrent, cores=8) == 4 and local_threads(concurrent, cores=1) == 1
+    assert backend_options("llama-cpp", concurrent, "heavy")["threads"] == local_threads(concurrent)
+    remote_heavy = make_settings(tmp_path, **{"generation.heavy": "anthropic:claude-sonnet-4-6",
+                                              "generation.eager_heavy_local": True})
+    assert local_threads(remote_heavy, cores=8) is None  # Claude takes no cores here
+    pinned = make_settings(tmp_path, **both, **{"generation.eager_heavy_local": True,
+                                                "generation.threads": 3})
+    assert local_threads(pinned, cores=8) == 3

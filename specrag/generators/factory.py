@@ -13,8 +13,10 @@ Deliberately not here: retries and failover chains (resilience issue).
 
 from __future__ import annotations
 
+import os
+
 from specrag import sources
-from specrag.generators.base import Generator, check_options, make_generator
+from specrag.generators.base import Generator, check_options, is_local_backend, make_generator
 from specrag.settings import Settings
 
 # local backends whose model file comes from ``models.ROLE`` (resolved lazily by ``sources``)
@@ -28,11 +30,25 @@ def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
     g = settings.generation
     options: dict = {}
     if backend == "llama-cpp":
-        options = {"threads": g.threads or None, "prompt_cache": g.prompt_cache,
+        options = {"threads": local_threads(settings), "prompt_cache": g.prompt_cache,
                    "isolation": g.local_isolation, "extra_bufts": g.extra_bufts, "role": role}
     options.update((g.options or {}).get(backend, {}))
     check_options(backend, {**options, **({"model_path": ""} if backend in FILE_BACKENDS else {})})
     return options
+
+
+def local_threads(settings: Settings, cores: int | None = None) -> int | None:
+    """CPU threads for one local model: ``generation.threads`` when set; else every core
+    (None), except when ``eager_heavy_local`` lets two local models generate at once:
+    then half the cores each, since two models each taking every core only thrash
+    (oversubscribed llama.cpp threads spin-wait on each other)."""
+    g = settings.generation
+    if g.threads:
+        return g.threads
+    tiers = [t.split(":", 1)[0] for t in (g.draft, g.heavy)]
+    if g.eager_heavy and g.eager_heavy_local and all(is_local_backend(t) for t in tiers):
+        return max(1, (cores or os.cpu_count() or 2) // 2)
+    return None
 
 
 class _Lazy:
