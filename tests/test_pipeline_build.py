@@ -70,3 +70,25 @@ def test_a_session_view_shares_the_parts_and_changes_only_the_threshold(tmp_path
     served = service.with_engine(view)
     assert served.ledger is service.ledger and served.gate is service.gate
     assert served.engine is view and service.engine is engine
+
+
+def test_the_public_api_is_exported_lazily():
+    import subprocess
+    import sys
+
+    import specrag
+    from specrag.pipeline.engine import SpeculativeRAG
+    from specrag.pipeline.events import Answer
+    from specrag.pipeline.service import Service
+
+    assert (specrag.SpeculativeRAG, specrag.Service, specrag.Answer) == (SpeculativeRAG, Service,
+                                                                        Answer)
+    assert specrag.build_service is build_service and "Settings" in specrag.__all__
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        specrag.Nope  # noqa: B018
+    # `import specrag` alone loads no engine, model runtime or UI (the worker process
+    # and the CLI's start-up import it)
+    code = ("import sys, specrag; heavy = [m for m in ('specrag.pipeline.engine', 'onnxruntime',"
+            " 'gradio', 'chromadb') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
