@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from specrag.grounding.evidence import select, sentences
+from specrag.grounding.evidence import select
+from specrag.grounding.text import split_sentences
 from specrag.grounding.verifier import Verifier
 
 CHUNK = ("The company was founded in 1998 in Oslo. It sells bicycles across Europe. "
@@ -27,7 +28,7 @@ def test_keeps_the_sentences_sharing_the_claims_words_in_document_order():
 
 def test_a_claim_sharing_nothing_still_gets_some_evidence():
     got = select(CHUNK, "Zebras are striped.", max_words=15)
-    assert got and set(sentences(got)) <= set(sentences(CHUNK))
+    assert got and set(split_sentences(got)) <= set(split_sentences(CHUNK))
 
 
 class RecordingScorer:

@@ -3,13 +3,8 @@
 import numpy as np
 import pytest
 
-from specrag.grounding.verifier import (
-    Verifier,
-    claims,
-    is_abstention,
-    split_sentences,
-    strip_citations,
-)
+from specrag.grounding.text import claims, split_sentences, strip_citations
+from specrag.grounding.verifier import Verifier, is_abstention
 from specrag.training.calibrate import choose_threshold, write_threshold
 
 

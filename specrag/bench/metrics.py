@@ -15,13 +15,14 @@ import re
 import string
 from collections import Counter
 
+from specrag.grounding.text import strip_citations
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_CITE = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
 _PUNCT = str.maketrans("", "", string.punctuation)
 
 
 def normalize(text: str) -> str:
-    text = _CITE.sub(" ", text or "").lower().translate(_PUNCT)
+    text = strip_citations(text or "").lower().translate(_PUNCT)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 

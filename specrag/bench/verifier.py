@@ -78,7 +78,8 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
         quick: bool = False, n_per_source: int | None = None, seed: int = 0,
         progress: bool = False, out_dir: Path | None = None) -> dict:
     from specrag.grounding.crossencoder import CrossEncoder
-    from specrag.grounding.verifier import Verifier, claims
+    from specrag.grounding.text import claims
+    from specrag.grounding.verifier import Verifier
     from specrag.training import data
     from specrag.training.calibrate import draft_scores
     from specrag.training.run import work_dir

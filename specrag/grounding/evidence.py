@@ -13,38 +13,20 @@ sentences of the chunk (the SummaC observation: sentence-level premises also sco
 (``training.run``), so the model sees at serving time what it saw in training.
 
 Deliberately not here: the scoring itself (``crossencoder``), the lexical chunk
-prefilter and aggregation (``verifier``). No embeddings: this must cost microseconds.
+prefilter and aggregation (``verifier``), sentence splitting and stop words (``text``).
+No embeddings: this must cost microseconds.
 """
 
 from __future__ import annotations
 
-import re
-
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("the a an of in on at to and or is was are were be been by for with as from "
-                  "that this it its he she they his her their which who what when where how has "
-                  "have had not no but also into than then there these those".split())
-# a sentence ends at . ! ? (and closing quotes/brackets) before an upper-case letter or digit;
-# ``verifier.split_sentences`` adds abbreviation handling on top of the same break
-SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words and numbers minus stop words (also the verifier's chunk prefilter)."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
-def sentences(text: str) -> list[str]:
-    """A cheap sentence split (the verifier's own splitter handles abbreviations; here a
-    wrong split only changes which words are kept together)."""
-    return [s for s in SENTENCE_BREAK.split(" ".join(text.split())) if s.strip()]
+from specrag.grounding.text import content_words, split_sentences
 
 
 def select(premise: str, claim: str, max_words: int = 64) -> str:
     """The sentences of ``premise`` most about ``claim``, in order, within ``max_words``."""
     if max_words <= 0 or len(premise.split()) <= max_words:
         return premise
-    sents = sentences(premise)
+    sents = split_sentences(premise)
     if len(sents) <= 1:
         return premise
     want = content_words(claim)

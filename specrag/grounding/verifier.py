@@ -25,8 +25,8 @@ score 1.0, ``accepted=True`` and ``abstained=True``, so the caller can decide to
 escalate to a stronger model instead of treating it as a grounded answer. An empty
 draft scores 0.
 
-Deliberately not here: the cross-encoder itself (``crossencoder``), retrieval and any
-decision about escalation.
+Deliberately not here: the cross-encoder itself (``crossencoder``), what a sentence or
+a citation is (``text``), retrieval and any decision about escalation.
 """
 
 from __future__ import annotations
@@ -37,16 +37,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specrag.grounding.evidence import SENTENCE_BREAK, content_words, select
+from specrag.grounding.evidence import select
+from specrag.grounding.text import claims, content_words, split_sentences, strip_citations
 
 AGGREGATES = ("min", "mean")
 
-_GLUED = re.compile(r"(?<=[a-z0-9)][.!?])(?=[A-Z][a-z])")
-_ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|No|vs|etc|e\.g|i\.e|U\.S|Inc|Ltd|Co|"
-                     r"Corp|Gen|Col|Lt|Sgt|Rep|Sen|Gov|Jan|Feb|Mar|Apr|Aug|Sept?|Oct|Nov|Dec|"
-                     r"[A-Z])\.$")
-CITATION = re.compile(r"\s*\[\s*(?:(?:doc(?:ument)?|source|ref)\s*)?\d+(?:\s*[,;\-\u2013]\s*\d+)*\s*\]",
-                      re.I)
 ABSTENTION = re.compile(
     r"\b(?:(?:the\s+)?(?:documents?|context|sources?|passages?|provided\s+\w+|text)\s+"
     r"(?:do(?:es)?\s+not|don't|doesn't|did\s+not)\s+(?:say|mention|specify|state|contain|"
@@ -55,39 +50,6 @@ ABSTENTION = re.compile(
     r"|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|covered|given)\s+in\s+the"
     r"|I\s+(?:could\s+not|couldn't|cannot|can't|was\s+unable\s+to)\s+find"
     r"|I\s+(?:do\s+not|don't)\s+know)\b", re.I)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (whitespace normalised; common abbreviations kept whole)."""
-    text = _GLUED.sub(" ", " ".join(text.split()))
-    if not text:
-        return []
-    parts, start = [], 0
-    for m in SENTENCE_BREAK.finditer(text):
-        head = text[start:m.start()]
-        if _ABBREV.search(head):
-            continue
-        parts.append(head.strip())
-        start = m.end()
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
-
-
-def strip_citations(text: str) -> str:
-    return " ".join(CITATION.sub("", text).split())
-
-
-def claims(draft: str, min_words: int = 3) -> list[str]:
-    """The sentences of a draft that are scored: citations removed, fragments merged."""
-    out: list[str] = []
-    for sent in split_sentences(strip_citations(draft)):
-        if out and len(sent.split()) < min_words:
-            out[-1] = f"{out[-1]} {sent}"
-        elif out and len(out[-1].split()) < min_words:
-            out[-1] = f"{out[-1]} {sent}"
-        else:
-            out.append(sent)
-    return out
 
 
 def is_abstention(sentence: str) -> bool:

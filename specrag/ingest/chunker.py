@@ -16,11 +16,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from specrag.grounding.text import SENTENCE_BREAK
 from specrag.types import Chunk, ParsedDocument
 
 _PARA = re.compile(r"\n\s*\n")
-# a sentence ends at . ! ? (optionally closed by quotes/brackets) followed by space
-_SENT = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ class Chunker:
         out: list[_Piece] = []
         for ps, pe in _split(text, start, end, _PARA):
             sentences: list[_Piece] = []
-            for ss, se in _split(text, ps, pe, _SENT):
+            for ss, se in _split(text, ps, pe, SENTENCE_BREAK):
                 m = self._count(text[ss:se])
                 if m <= self.chunk_size:
                     sentences.append(_Piece(ss, se, m))

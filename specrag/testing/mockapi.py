@@ -21,6 +21,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from specrag.grounding.text import split_sentences
+
 FAULTS = ("429", "500", "529", "hang", "slow", "cut", "malformed")
 _DOC = re.compile(r"<document[^>]*>\s*(.*?)\s*</document>", re.S)
 
@@ -31,7 +33,7 @@ def first_sentence_answer(messages: list[dict]) -> str:
     docs = _DOC.findall(text)
     if not docs:
         return "The documents do not say."
-    sentence = re.split(r"(?<=[.!?])\s+", " ".join(docs[0].split()))[0]
+    sentence = (split_sentences(docs[0]) or [""])[0]
     return f"{sentence} [1]"
 
 
