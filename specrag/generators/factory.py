@@ -72,9 +72,9 @@ class _Lazy:
             self._inner, self.model = inner, inner.model
         return self
 
-    def stream(self, messages, **kw):
+    def stream(self, messages, *, max_tokens: int = 256, temperature: float = 0.0):
         self.warm_up()
-        return self._inner.stream(messages, **kw)
+        return self._inner.stream(messages, max_tokens=max_tokens, temperature=temperature)
 
 
 def remote_options(backend: str, settings: Settings, url: str | None = None) -> dict:

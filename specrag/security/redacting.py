@@ -87,12 +87,12 @@ class RedactingGenerator:
         self.inner.warm_up()
         return self
 
-    async def stream(self, messages, **kw):
+    async def stream(self, messages, *, max_tokens: int = 256, temperature: float = 0.0):
         redaction = Redaction(self.kinds)
         safe = redaction.redact_messages(messages)
         self.last = redaction
         restorer = StreamRestorer(redaction)
-        agen = self.inner.stream(safe, **kw)
+        agen = self.inner.stream(safe, max_tokens=max_tokens, temperature=temperature)
         try:
             async for item in agen:
                 if isinstance(item, Usage):
