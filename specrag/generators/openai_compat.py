@@ -15,6 +15,7 @@ import json
 import os
 
 from specrag.generators.base import GenerationError, Timer, Usage, register
+from specrag.pipeline.costs import estimate_tokens
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 
@@ -83,5 +84,5 @@ class OpenAICompatGenerator:
                         int(usage.get("completion_tokens", deltas)), timer.ttft_ms,
                         timer.total_ms)
         else:
-            chars = sum(len(m["content"]) for m in messages)
-            yield Usage("openai", self.model, chars // 4, deltas, timer.ttft_ms, timer.total_ms)
+            yield Usage("openai", self.model, estimate_tokens(messages), deltas, timer.ttft_ms,
+                        timer.total_ms)  # the server reported no usage

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, replace
 
 from specrag.generators.base import GenerationError, Usage
+from specrag.pipeline.costs import estimate_tokens
 
 OUTCOMES = ("ok", "error", "timeout", "diverged", "skipped", "cancelled")
 
@@ -114,10 +115,6 @@ def describe(attempts) -> str:
     return "; ".join(f"{a.backend}/{a.model}: {a.error or a.outcome}" for a in attempts)
 
 
-def estimate_input_tokens(messages) -> int:
-    return sum(len(str(m.get("content", ""))) for m in messages) // 4  # ~4 characters a token
-
-
 def as_generation_error(err: BaseException, who: str) -> GenerationError:
     """Backends raise ``GenerationError``; anything else is classified here."""
     if isinstance(err, GenerationError):
@@ -206,6 +203,6 @@ class AttemptRun:
             error=str(error) if error else ("cancelled" if outcome == "cancelled" else ""),
             retryable=bool(error and error.retryable), latency_ms=(self.clock() - t0) * 1000,
             ttft_ms=self.ttft_ms, status=getattr(error, "status", None), outcome=outcome,
-            input_tokens=u.input_tokens if u else (estimate_input_tokens(messages) if billed else 0),
+            input_tokens=u.input_tokens if u else (estimate_tokens(messages) if billed else 0),
             output_tokens=u.output_tokens if u else self.chunks, started_ns=started_ns,
             endpoint=str(getattr(self.gen, "base_url", "") or ""))

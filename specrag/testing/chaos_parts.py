@@ -21,6 +21,7 @@ import re
 import time
 
 from specrag.generators.base import Timer, Usage
+from specrag.pipeline.costs import estimate_tokens
 from specrag.retrieval.retriever import Retrieval
 from specrag.testing.mockapi import first_sentence_answer
 from specrag.testing.stand_ins import OrderRanker, WordScorer
@@ -86,5 +87,5 @@ class LocalStandIn:
             await asyncio.sleep(self.delay_s)
             timer.token()
             yield w if i == 0 else " " + w
-        yield Usage(self.name, self.model, sum(len(m["content"]) for m in messages) // 4,
-                    len(words), timer.ttft_ms, timer.total_ms)
+        yield Usage(self.name, self.model, estimate_tokens(messages), len(words), timer.ttft_ms,
+                    timer.total_ms)
