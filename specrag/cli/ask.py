@@ -14,6 +14,8 @@ import asyncio
 import json
 import sys
 
+from specrag.pipeline.summary import cost_parts, timing_parts
+
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("ask", help="answer a question from a collection (speculative RAG)")
@@ -88,15 +90,11 @@ async def _render(engine, question, policy, collection) -> None:
 
 
 def summary(answer) -> str:
-    t = answer.timings_ms
+    """The timing/cost line (``pipeline.summary``'s facts, in seconds) and the citations."""
     parts = [f"answer from the {answer.tier} tier ({answer.policy})"]
-    for key, label in [("retrieval", "retrieval"), ("draft", "draft"), ("verify", "verify"),
-                       ("rerank", "rerank"), ("heavy", "heavy"), ("total", "total")]:
-        if key in t:
-            parts.append(f"{label} {t[key] / 1000:.2f}s")
-    if "first_token" in t:
-        parts.append(f"first token {t['first_token'] / 1000:.2f}s")
-    parts.append(f"cost ${answer.cost_usd:.5f} (heavy-only ${answer.heavy_only_cost_usd:.5f})")
+    parts += [f"{label} {ms / 1000:.2f}s" for label, ms in timing_parts(answer)]
+    cost, heavy_only, _ = cost_parts(answer)
+    parts.append(f"cost ${cost:.5f} (heavy-only ${heavy_only:.5f})")
     lines = [" · ".join(parts)]
     for c in answer.citations:
         where = c.source + (f" p.{c.page}" if c.page else "")

@@ -19,8 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 
-STAGES_MS = (("retrieval", "retrieval"), ("draft", "draft"), ("verify", "verify"),
-             ("rerank", "rerank"), ("heavy", "heavy"))
+from specrag.pipeline.summary import cost_parts, timing_parts
 
 
 @dataclass
@@ -182,21 +181,15 @@ def citations_html(answer) -> str:
 
 
 def meta_line(answer) -> str:
-    """Per-answer timing and cost, one line."""
+    """Per-answer timing and cost, one line (the facts of ``pipeline.summary``)."""
     if answer is None:
         return ""
-    t = answer.timings_ms
     parts = [f"<b>{escape(answer.tier)}</b> tier", escape(answer.policy)]
-    parts += [f"{label} {_ms(t[key])}" for key, label in STAGES_MS if key in t]
-    if "first_token" in t:
-        parts.append(f"first token {_ms(t['first_token'])}")
-    if "total" in t:
-        parts.append(f"total {_ms(t['total'])}")
-    saved = ""
-    if answer.heavy_only_cost_usd > 0:
-        saved = f" · saved {max(0.0, 1 - answer.cost_usd / answer.heavy_only_cost_usd):.0%}"
-    parts.append(f'cost <span class="sr-cost">${answer.cost_usd:.4f}</span> '
-                 f"(heavy-only ${answer.heavy_only_cost_usd:.4f}{saved})")
+    parts += [f"{label} {_ms(ms)}" for label, ms in timing_parts(answer)]
+    cost, heavy_only, saved = cost_parts(answer)
+    saved_text = "" if saved is None else f" · saved {saved:.0%}"
+    parts.append(f'cost <span class="sr-cost">${cost:.4f}</span> '
+                 f"(heavy-only ${heavy_only:.4f}{saved_text})")
     return f'<div class="sr-meta">{" · ".join(parts)}</div>'
 
 
