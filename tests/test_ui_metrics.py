@@ -129,6 +129,28 @@ def test_snapshot_and_rendering_of_usage_budget_and_audit(tmp_path):
     assert metrics.session_markdown(metrics.snapshot(bare, "x")).startswith("No usage ledger")
 
 
+def test_the_metrics_fallback_reads_the_sealed_audit_as_plaintext(tmp_path, monkeypatch):
+    import base64
+    import os
+
+    monkeypatch.setenv("SPECRAG_ENCRYPTION_KEY", base64.b64encode(os.urandom(32)).decode())
+    base = fake_service(tmp_path, **{"security.encrypt": True})
+    base.engine.auditor = Auditor(base.settings, verifier=base.engine.verifier,
+                                  reranker=MeanScorer(), rate=1.0)
+    answer(base, question="How much annual leave?")
+    base.engine.auditor.wait()
+    raw = b"".join(p.read_bytes() for p in base.settings.data_path.glob("audit.db*"))
+    assert b"annual leave" not in raw  # sealed on disk
+    # an app whose engine has no auditor of its own shows the data directory's audit file
+    bare = fake_service(tmp_path)  # the same data directory
+    engines = Engines(base.settings, bare)
+    assert bare.engine.auditor is None
+    for data in (metrics.snapshot(engines, "x"),
+                 metrics.snapshot(engines, "x", fallback=metrics.AuditStore.from_settings(
+                     base.settings))):
+        assert data["audit"]["recent"][0]["question"] == "How much annual leave?"
+
+
 def test_warm_up_lends_the_engine_models_to_the_audit(tmp_path):
     base = fake_service(tmp_path)
     base.engine.auditor = Auditor(base.settings, rate=1.0)

@@ -20,9 +20,8 @@ def add_parsers(sub) -> None:
 
 def cmd_audit(args, settings) -> int:
     from specrag.observability.audit import AuditStore
-    from specrag.security.crypto import DataFiles
 
-    store = AuditStore(settings.data_path / "audit.db", DataFiles(settings))
+    store = AuditStore.from_settings(settings)
     summary, recent = store.summary(), store.recent(args.limit)
     if args.json:
         print(json.dumps({"summary": summary, "recent": recent}, indent=1))

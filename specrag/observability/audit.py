@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS samples (
 
 
 SEALED_COLUMNS = ("question", "context", "draft", "final")  # document and user text
+AUDIT_FILE = "audit.db"  # under data_dir
 
 
 class AuditStore:
@@ -41,6 +42,15 @@ class AuditStore:
         self.files = files
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+
+    @classmethod
+    def from_settings(cls, settings) -> "AuditStore":
+        """The data directory's audit store, sealing and unsealing as ``security.encrypt``
+        says: the one way the auditor, ``specrag audit`` and the app open it (a store
+        opened without the key would show ciphertext)."""
+        from specrag.security.crypto import DataFiles
+
+        return cls(settings.data_path / AUDIT_FILE, DataFiles(settings))
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
@@ -91,9 +101,7 @@ class Auditor:
                  seed: int | None = None):
         self.settings = settings
         self.rate = settings.audit.sample_rate if rate is None else rate
-        from specrag.security.crypto import DataFiles
-
-        self.store = AuditStore(settings.data_path / "audit.db", DataFiles(settings))
+        self.store = AuditStore.from_settings(settings)
         self.verifier = verifier
         self.reranker = reranker
         self._rng = random.Random(seed)

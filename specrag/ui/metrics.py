@@ -43,7 +43,7 @@ def audit_store(engines, fallback: AuditStore | None = None) -> AuditStore:
     """The engine's auditor's store, else ``fallback`` (the data directory's audit file)."""
     auditor = getattr(inner_engine(engines.base()), "auditor", None)
     store = getattr(auditor, "store", None)
-    return store or fallback or AuditStore(engines.settings.data_path / "audit.db")
+    return store or fallback or AuditStore.from_settings(engines.settings)
 
 
 def snapshot(engines, session_id: str | None, recent: int = RECENT,
@@ -138,7 +138,7 @@ def render(data: dict) -> tuple:
 def build_tab(engines, settings, gr, who):
     """The tab's components and events; ``who(request)`` is the request's ``Principal``."""
 
-    fallback = AuditStore(settings.data_path / "audit.db")  # opened on first use only
+    fallback = AuditStore.from_settings(settings)  # opened on first use only
 
     def data_for(request) -> dict:
         if not allowed(settings, who(request)):
