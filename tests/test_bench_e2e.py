@@ -9,6 +9,7 @@ from specrag.generators.base import Timer, Usage
 from specrag.grounding.verifier import Verifier
 from specrag.pipeline.engine import SpeculativeRAG
 from specrag.testing.mockapi import first_sentence_answer
+from specrag.testing.stand_ins import OrderRanker
 from tests.support.docs import write_handbook
 from tests.support.env import make_settings
 from tests.support.fakes import WordScorer
@@ -33,14 +34,6 @@ class Extractive:
             timer.token()
             yield w if i == 0 else " " + w
         yield Usage(self.name, self.model, 100, len(words), timer.ttft_ms, timer.total_ms)
-
-
-class KeepOrder:
-    def warm_up(self):
-        return self
-
-    def rank(self, query, documents, top_k=None):
-        return [{"corpus_id": i, "score": 1.0 - i / 100} for i in range(len(documents))][:top_k]
 
 
 QUESTIONS = [
@@ -70,7 +63,7 @@ def run(tmp_path, byod, embedder, gens):
         retriever.embedder = embedder
         return SpeculativeRAG(s, retriever=retriever, draft=gens["draft"], heavy=gens["heavy"],
                               verifier=Verifier(s, scorer=WordScorer()),
-                              reranker=KeepOrder())
+                              reranker=OrderRanker())
 
     return e2e.run(settings, dataset, n=3, corpus=corpus, out_dir=str(tmp_path / "out"),
                    make_engine=make_engine, progress=False)
