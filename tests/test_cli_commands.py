@@ -56,7 +56,7 @@ def trained_verifier(tmp_path):
     yield out, json.loads(proc.stdout)
     # the run keeps its fp32 ONNX and checkpoint (~260 MB) in the shared cache, one folder
     # per --out folder: a test's tmp folder is never reused, so remove it
-    from specrag.training.run import work_dir
+    from specrag.training.sources import work_dir
     from tests.support.env import make_settings
 
     shutil.rmtree(work_dir(make_settings(tmp_path / "data"), "verifier", out), ignore_errors=True)

@@ -76,11 +76,12 @@ def test_reranker_curriculum_uses_other_questions_passages():
 def test_tiny_training_run_end_to_end(settings, tmp_path):
     from specrag.grounding.crossencoder import CrossEncoder
     from specrag.training import run
+    from specrag.training.sources import work_dir
 
     out = run.train_verifier(settings, out=tmp_path / "verifier", scale=0.003, progress=False,
                              evaluate=False)
     # its fp32 twin (~260 MB) goes to the shared cache, one folder per --out: not reused
-    shutil.rmtree(run.work_dir(settings, "verifier", out), ignore_errors=True)
+    shutil.rmtree(work_dir(settings, "verifier", out), ignore_errors=True)
     meta = json.loads((out / "specrag.json").read_text())
     assert meta["train_config"]["seed"] == 0 and "bigbench" in meta["data"]
     assert (out / "model-int8.onnx").exists() and (out / "README.md").exists()
