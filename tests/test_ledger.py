@@ -3,7 +3,11 @@
 import asyncio
 import json
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
+import types
 
 import pytest
 
@@ -76,6 +80,57 @@ def test_wal_mode_and_concurrent_writers(tmp_path):
     db = sqlite3.connect(tmp_path / "ledger.sqlite3")  # another reader, as the CLI is
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("SELECT COUNT(*) FROM usage").fetchone()[0] == 400
+
+
+class SlowConnection:
+    """A connection whose writes take a second, as a busy disk or a long reader would."""
+
+    def __init__(self, db):
+        self.db, self.writes = db, 0
+
+    def executemany(self, *args):
+        time.sleep(1.0)
+        self.writes += 1
+        return self.db.executemany(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+def test_call_finished_does_not_wait_for_sqlite_and_reads_see_the_row(tmp_path):
+    led = ledger(tmp_path)
+    led._db = SlowConnection(led._db)
+    outcome = types.SimpleNamespace(stage="heavy", attempts=(attempt(), attempt()))
+
+    async def on_the_loop():
+        where = led.call_started("heavy", None, {})
+        t0 = time.perf_counter()
+        led.call_finished(where, outcome)  # as ObservedGenerator calls it, on the loop
+        return time.perf_counter() - t0
+
+    with scope("alice", "hr"):
+        took = asyncio.run(on_the_loop())
+    assert took < 0.5  # the 1 s write happens on the writer thread
+    rows = led.summary("session")  # waits for the queue: the row is there
+    assert rows[0]["key"] == "alice" and rows[0]["attempts"] == 2 and led._db.writes == 1
+    led.call_finished(led.call_started("heavy", None, {}), outcome)
+    led.close()  # writes what is queued first
+    assert len(Ledger(tmp_path / "ledger.sqlite3").rows()) == 4
+
+
+def test_rows_queued_at_exit_are_written(tmp_path):
+    path = tmp_path / "ledger.sqlite3"
+    child = (
+        "import sys, types\n"
+        "from specrag.observability.ledger import Ledger, scope\n"
+        "from specrag.resilience.attempts import Attempt\n"
+        "led = Ledger(sys.argv[1])\n"
+        "outcome = types.SimpleNamespace(stage='heavy', attempts=[Attempt('anthropic', 'm')])\n"
+        "with scope('exit', 'c'):\n"
+        "    for _ in range(3):\n"
+        "        led.call_finished(led.call_started('heavy', None, {}), outcome)\n")
+    subprocess.run([sys.executable, "-c", child, str(path)], check=True, timeout=120)
+    assert [r["session"] for r in Ledger(path).rows()] == ["exit"] * 3
 
 
 def failing_then_ok_heavy():

@@ -8,6 +8,14 @@ usage`` can read it while the app writes; one connection behind a lock makes it
 thread-safe. ``summary(by="session" | "collection" | "model" | "day" | "stage")`` and
 ``spent(session=..., day=...)`` are the API the app, the CLI and budgets use.
 
+Two ways in: ``record_attempts`` writes and commits before it returns (durable: a
+caller that reports a row as recorded may be killed the next instant). The observer
+hook ``call_finished`` runs on the asyncio event loop, where a commit (an fsync, a
+busy reader) must not stall every other answer, so it only hands the rows to one
+background writer thread. Every read (``summary``, ``spent``, ``rows``) and
+``close()`` first waits for that queue to drain, and so does interpreter exit: a
+read always sees every finished call.
+
 Costs come from ``costs.cost`` with ``generation.prices``; local models cost 0.
 Days are UTC dates.
 
@@ -16,18 +24,25 @@ Deliberately not here: budget decisions (``budget``), rendering (``cli_usage``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import datetime as dt
+import logging
+import queue
 import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 from specrag.generators.base import Usage
 from specrag.pipeline import costs
+
+log = logging.getLogger(__name__)
+WRITER_IDLE_S = 5.0  # an idle writer thread ends; the next finished call starts another
 
 BY = {"session": "session", "collection": "collection", "model": "backend || '/' || model",
       "day": "day", "stage": "stage"}
@@ -74,6 +89,16 @@ def utc_day(ts: float | None = None) -> str:
     return moment.date().isoformat()
 
 
+_OPEN: weakref.WeakSet = weakref.WeakSet()  # ledgers whose queued rows exit must flush
+
+
+@atexit.register
+def _flush_open_ledgers() -> None:
+    for ledger in list(_OPEN):
+        with contextlib.suppress(Exception):
+            ledger.flush()
+
+
 class Ledger:
     def __init__(self, path: str | Path, prices: dict | None = None, clock=time.time):
         self.path = Path(path)
@@ -81,6 +106,9 @@ class Ledger:
         self.clock = clock
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._pending: queue.Queue = queue.Queue()  # row batches for the writer thread
+        self._writer: threading.Thread | None = None
+        self._writer_lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings) -> "Ledger":
@@ -88,17 +116,25 @@ class Ledger:
 
     def warm_up(self) -> "Ledger":
         with self._lock:
-            if self._db is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable on commit
-                db.executescript(SCHEMA)
-                db.row_factory = sqlite3.Row
-                self._db = db
+            self._connect()
         return self
 
+    def _connect(self) -> sqlite3.Connection:
+        """The connection, opened on first use; the caller holds ``_lock``."""
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable on commit
+            db.executescript(SCHEMA)
+            db.row_factory = sqlite3.Row
+            self._db = db
+        return self._db
+
     def close(self) -> None:
+        """Write what is queued, then close the connection (a later write opens it again;
+        an idle writer thread ends by itself)."""
+        self.flush()
         with self._lock:
             if self._db is not None:
                 self._db.close()
@@ -106,35 +142,78 @@ class Ledger:
 
     # -- writing ------------------------------------------------------------------------
     def record_attempts(self, stage: str, attempts, where: Scope | None = None) -> int:
-        """One row per attempt that reached a backend (skipped ones did not)."""
-        where = where or current_scope()
+        """One row per attempt that reached a backend (skipped ones did not), committed
+        before this returns."""
+        rows = self._rows(stage, attempts, where or current_scope())
+        if rows:
+            self._write(rows)
+        return len(rows)
+
+    def _rows(self, stage: str, attempts, where: Scope) -> list[tuple]:
         now = self.clock()
-        rows = [(now, utc_day(now), where.session, where.collection, where.question_id, stage,
+        return [(now, utc_day(now), where.session, where.collection, where.question_id, stage,
                  a.backend, a.model, a.outcome, a.error[:300], a.input_tokens, a.output_tokens,
                  costs.cost(Usage(a.backend, a.model, a.input_tokens, a.output_tokens), self.prices),
                  a.latency_ms) for a in attempts if a.outcome != "skipped"]
-        if rows:
-            self.warm_up()
-            with self._lock:
-                self._db.executemany(
-                    "INSERT INTO usage (ts, day, session, collection, question_id, stage, backend, "
-                    "model, outcome, error, input_tokens, output_tokens, cost_usd, latency_ms) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-                self._db.commit()
-        return len(rows)
+
+    def _write(self, rows: list[tuple]) -> None:
+        with self._lock:
+            db = self._connect()
+            db.executemany(
+                "INSERT INTO usage (ts, day, session, collection, question_id, stage, backend, "
+                "model, outcome, error, input_tokens, output_tokens, cost_usd, latency_ms) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            db.commit()
+
+    def _enqueue(self, rows: list[tuple]) -> None:
+        # under _writer_lock, as the writer's decision to end: while rows are queued there
+        # is always exactly one writer, so they are written, in order, and flush() returns
+        with self._writer_lock:
+            self._pending.put(rows)
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._drain, daemon=True,
+                                                name="specrag-ledger")
+                self._writer.start()
+                _OPEN.add(self)
+
+    def _drain(self) -> None:
+        """The writer thread: one batch (one call's attempts) per transaction, in order;
+        it ends after ``WRITER_IDLE_S`` with nothing to write."""
+        while True:
+            try:
+                rows = self._pending.get(timeout=WRITER_IDLE_S)
+            except queue.Empty:
+                with self._writer_lock:
+                    if self._pending.empty():
+                        self._writer = None
+                        return
+                continue
+            try:
+                self._write(rows)
+            except Exception:  # noqa: BLE001 - the answer is given; keep the writer alive
+                log.warning("usage ledger: %d rows not recorded", len(rows), exc_info=True)
+            finally:
+                self._pending.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued row is written (a no-op with nothing queued)."""
+        self._pending.join()
 
     # -- the observer protocol (``observe.ObservedGenerator``) ----------------------------
     def call_started(self, stage, gen, request):
         return current_scope()  # the scope of the task that started the call
 
     def call_finished(self, where: Scope, outcome) -> None:
-        self.record_attempts(outcome.stage, outcome.attempts, where)
+        # on the event loop: hand the rows over, never wait for SQLite here
+        rows = self._rows(outcome.stage, outcome.attempts, where)
+        if rows:
+            self._enqueue(rows)
 
     # -- reading ------------------------------------------------------------------------
     def _query(self, sql: str, args=()) -> list[sqlite3.Row]:
-        self.warm_up()
+        self.flush()  # reads see every finished call
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            return self._connect().execute(sql, args).fetchall()
 
     @staticmethod
     def _where(session=None, collection=None, day=None, since=None):
