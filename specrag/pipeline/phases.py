@@ -119,7 +119,7 @@ class QuestionRun:
         except asyncio.CancelledError:
             if "heavy_start" in self.timings:  # the call was made: count what it produced
                 backend = getattr(self.e.heavy, "name", "")
-                tokens_in = sum(len(m["content"]) for m in messages) // 4
+                tokens_in = costs.estimate_tokens(messages)
                 self.usage.append(Usage(backend, getattr(self.e.heavy, "model", ""), tokens_in,
                                         sent, cancelled=True))
             raise
@@ -198,7 +198,7 @@ class QuestionRun:
         if self.heavy and self.heavy.usage:
             return costs.cost(self.heavy.usage, prices)
         messages, _ = self._heavy_messages(self.reranked or self.hits)
-        tokens_in = sum(len(m["content"]) for m in messages) // 4  # ~4 characters per token
+        tokens_in = costs.estimate_tokens(messages)
         tokens_out = self.draft.usage.output_tokens if self.draft and self.draft.usage else 0
         return costs.estimate(getattr(self.e.heavy, "name", ""), getattr(self.e.heavy, "model", ""),
                               tokens_in, tokens_out, prices)
