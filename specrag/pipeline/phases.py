@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from specrag.generators.base import Usage
 from specrag.pipeline import costs
-from specrag.pipeline.events import Answer, Citation, Draft, HeavyAnswer, StageEvent
+from specrag.pipeline.events import Answer, Citation, Draft, Generation, HeavyAnswer, StageEvent
 from specrag.pipeline.prompts import build_messages, cited_numbers
 from specrag.retrieval.fusion import fuse_orders
 from specrag.security import redacting
@@ -51,21 +51,11 @@ class QuestionRun:
     async def draft_phase(self):
         chunks = [h.chunk for h in self.hits[:self.s.retrieval.draft_k]]
         messages = build_messages(self.question, chunks, "draft")
-        start, parts, usage = self.clock(), [], None
-        async for item in self.e.tier("draft").stream(messages, max_tokens=self.s.generation.draft_max_tokens,
-                                              temperature=self.s.generation.temperature):
-            if isinstance(item, Usage):
-                usage = item
-                continue
-            if not parts:
-                self.timings.setdefault("first_token", self.clock())
-                self.timings["draft_ttft"] = self.clock() - start
-            parts.append(item)
-            yield StageEvent("draft_token", self.clock(), text=item)
-        self.timings["draft"] = self.clock() - start
-        self.draft = Draft("".join(parts).strip(), tuple(chunks), usage)
-        self.usage.append(usage)
-        yield StageEvent("draft_done", self.clock(), draft=self.draft)
+        g = self.s.generation
+        items = self.e.tier("draft").stream(messages, max_tokens=g.draft_max_tokens,
+                                            temperature=g.temperature)
+        async for ev in self._generate("draft", items, self.clock(), chunks):
+            yield ev
         start = self.clock()
         verify_hits = self.hits[:self.s.retrieval.verify_k]
         with self.e.tracer.stage("verify", **{"specrag.chunks": len(verify_hits)}) as span:
@@ -154,8 +144,18 @@ class QuestionRun:
         if self._heavy_queue is not None:
             items = _drain(self._heavy_queue, self._heavy_task)
         else:
-            items = self.e.tier("heavy").stream(messages, max_tokens=self.s.generation.heavy_max_tokens,
-                                        temperature=self.s.generation.temperature)
+            g = self.s.generation
+            items = self.e.tier("heavy").stream(messages, max_tokens=g.heavy_max_tokens,
+                                                temperature=g.temperature)
+        async for ev in self._generate("heavy", items, start, chunks,
+                                       lambda: self._heavy_first_at):
+            yield ev
+        yield self.final(self.heavy.text, "heavy")
+
+    async def _generate(self, stage: str, items, start: float, chunks, first_at=None):
+        """A tier's stream as ``{stage}_token`` events, then ``{stage}_done`` with its
+        ``Generation`` (kept as ``self.draft`` / ``self.heavy``). ``first_at()``: when an
+        eager heavy model produced its first token, earlier than it is drained here."""
         parts, usage = [], None
         async for item in items:
             if isinstance(item, Usage):
@@ -163,15 +163,16 @@ class QuestionRun:
                 continue
             if not parts:
                 self.timings.setdefault("first_token", self.clock())
-                first = self.clock() if self._heavy_first_at is None else self._heavy_first_at
-                self.timings["heavy_ttft"] = first - start
+                produced = first_at() if first_at else None
+                first = self.clock() if produced is None else produced
+                self.timings[f"{stage}_ttft"] = first - start
             parts.append(item)
-            yield StageEvent("heavy_token", self.clock(), text=item)
-        self.timings["heavy"] = self.clock() - start
-        self.heavy = HeavyAnswer("".join(parts).strip(), tuple(chunks), usage)
+            yield StageEvent(f"{stage}_token", self.clock(), text=item)
+        self.timings[stage] = self.clock() - start
+        made = Generation("".join(parts).strip(), tuple(chunks), usage)
+        setattr(self, stage, made)
         self.usage.append(usage)
-        yield StageEvent("heavy_done", self.clock(), heavy=self.heavy)
-        yield self.final(self.heavy.text, "heavy")
+        yield StageEvent(f"{stage}_done", self.clock(), **{stage: made})
 
     # -- the answer -------------------------------------------------------------------
     def final(self, text: str, tier: str) -> StageEvent:
