@@ -19,7 +19,7 @@ read always sees every finished call.
 Costs come from ``costs.cost`` with ``generation.prices``; local models cost 0.
 Days are UTC dates.
 
-Deliberately not here: budget decisions (``budget``), rendering (``cli_usage``).
+Deliberately not here: budget decisions (``budget``), rendering (``cli.usage``).
 """
 
 from __future__ import annotations
