@@ -5,7 +5,7 @@ answer when there is one, and a timing/cost line. ``--json`` prints one JSON obj
 per answer; ``--questions FILE`` answers one question per line in one process and
 writes JSON lines (the models load once).
 
-Deliberately not here: any pipeline logic (``engine``).
+Deliberately not here: any pipeline logic (``pipeline.engine``).
 """
 
 from __future__ import annotations

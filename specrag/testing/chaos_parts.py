@@ -73,7 +73,7 @@ class KeepOrder(OrderRanker):
 
 
 class LocalStandIn:
-    name = "fake"  # priced as local (costs.LOCAL_BACKENDS)
+    name = "fake"  # a local backend (is_local_backend): priced at nothing
 
     def __init__(self, model: str = "local-standin", delay_s: float = 0.002):
         self.model, self.delay_s = model, delay_s

@@ -9,8 +9,8 @@ tab out with a refresh button and registers the ``/metrics`` API endpoint (-> th
 snapshot as a dict). With a users file only admins may see it (``allowed``: the
 ``admin`` access check); in single-user local mode everyone does.
 
-Deliberately not here: counting, pricing and scoring (``resilience.ledger``, ``audit``),
-budget decisions (``resilience.budget``), the tab's visibility per user (``app``).
+Deliberately not here: counting, pricing and scoring (``observability.ledger``, ``observability.audit``),
+budget decisions (``observability.budget``), the tab's visibility per user (``app``).
 """
 
 # no ``from __future__ import annotations``: Gradio reads the ``gr.Request`` hints of the
