@@ -3,7 +3,8 @@
 ``markdown_parts(text)`` follows CommonMark's heading rules (ATX ``#`` headings,
 setext underlines, never inside fenced code, lists or quotes); ``html_parts(text)``
 drops invisible elements (scripts, styles, templates...), keeps block structure as
-paragraph breaks and starts a part at every ``h1``-``h6``, the ``<title>`` heading the first part when the page has no ``h1``.
+paragraph breaks and starts a part at every ``h1``-``h6`` (the ``<title>`` heads the
+first part when the page has no ``h1``).
 
 Deliberately not here: detecting the format, size limits, decoding bytes and joining
 the parts into a document (``parsers``).
