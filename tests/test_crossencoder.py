@@ -117,6 +117,12 @@ def test_cli_verify_pairs_context_and_rerank(tmp_path, capsys, monkeypatch):
                  "The Eiffel Tower was completed in 1889 [1].", "--json"]) == 0
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["sentences"][0]["best_chunk"] == 0 and "best_chunk_text" in verdict["sentences"][0]
+    # the verify.* settings reach the command's verifier (the one serving builds)
+    monkeypatch.setenv("SPECRAG_VERIFY__AGGREGATE", "mean")
+    assert main(["verify", "--context", str(ctx), "--answer",
+                 "The Eiffel Tower was completed in 1889 [1].", "--threshold", "0.5", "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert (verdict["aggregate"], verdict["threshold"]) == ("mean", 0.5)
 
     passages = tmp_path / "p.jsonl"
     passages.write_text("\n".join(json.dumps({"text": t}) for t in

@@ -31,7 +31,7 @@ def add_parsers(sub) -> None:
     ve.add_argument("--context", help="text file (paragraphs become chunks) or JSONL of chunks")
     ve.add_argument("--answer", help="the draft answer to verify")
     ve.add_argument("--pairs", help='JSONL of {"premise", "hypothesis"}: one scored line out each')
-    ve.add_argument("--aggregate", choices=("min", "mean"), default="min")
+    ve.add_argument("--aggregate", choices=("min", "mean"), help="override verify.aggregate")
     ve.add_argument("--threshold", type=float, help="override verify.threshold")
     ve.add_argument("--model", help="verifier source (folder, hf id) instead of models.verifier")
     ve.add_argument("--json", action="store_true")
@@ -94,7 +94,7 @@ def cmd_train(args, settings) -> int:
 
 def cmd_verify(args, settings) -> int:
     from specrag.grounding.crossencoder import CrossEncoder
-    from specrag.grounding.verifier import Verifier
+    from specrag.pipeline.build import build_verifier
 
     ce = CrossEncoder(settings, "verifier", model=args.model)
     if args.pairs:
@@ -107,8 +107,11 @@ def cmd_verify(args, settings) -> int:
         print("specrag: error: give --context FILE and --answer TEXT, or --pairs FILE", file=sys.stderr)
         return 2
     chunks = read_chunks(args.context)
-    verdict = Verifier(settings, scorer=ce, aggregate=args.aggregate,
-                       threshold=args.threshold).verify(args.answer, chunks)
+    overrides = {k: v for k, v in (("verify.aggregate", args.aggregate),
+                                   ("verify.threshold", args.threshold)) if v is not None}
+    # every other verify.* setting as serving has it (the same builder)
+    verifier = build_verifier(settings.with_values(**overrides), scorer=ce)
+    verdict = verifier.verify(args.answer, chunks)
     if args.json:
         print(json.dumps(verdict.to_dict(chunks), indent=2))
         return 0
