@@ -51,3 +51,16 @@ def test_the_verifier_scores_the_cut_and_reports_the_whole_chunk(settings):
     Verifier(settings, scorer=whole, threshold=0.5, evidence_words=0).verify(
         "Maria Lund has been chief executive since 2015.", [CHUNK])
     assert whole.pairs[0][0] == CHUNK
+
+
+def test_the_cut_splits_premises_as_the_shipped_verifier_was_trained():
+    """The verifier learned on premises cut with the rough split (no abbreviation rule); the
+    serving cut must stay that split, or the model is served what it never saw."""
+    from specrag.grounding.evidence import select
+    from specrag.grounding.text import rough_sentences, split_sentences
+
+    text = "The fund was set up by Dr. Alma Reyes in 1990. " + "Filler words here. " * 30
+    assert rough_sentences(text)[:2] == ["The fund was set up by Dr.", "Alma Reyes in 1990."]
+    assert split_sentences(text)[0] == "The fund was set up by Dr. Alma Reyes in 1990."
+    # the claim's best sentence under the rough split is "Alma Reyes in 1990.", alone
+    assert select(text, "Alma Reyes founded it in 1990.", max_words=4) == "Alma Reyes in 1990."

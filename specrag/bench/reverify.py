@@ -23,6 +23,7 @@ from pathlib import Path
 from specrag.bench import e2e_report
 from specrag.bench.metrics import percentile
 from specrag.settings import Settings
+from specrag.types import SpecragError
 
 COLLECTION = "bench-e2e"  # what ``e2e.run`` ingests into
 
@@ -42,6 +43,9 @@ def run(run_dir: str | Path, settings: Settings, out: str | Path | None = None,
     retriever = Retriever(s, embedder=embedder).warm_up()
     verifier = (verifier or Verifier.from_settings(s)).warm_up()  # as served
     drafts = [r for r in rows if r["policy"] == "draft-only" and r.get("draft")]
+    if not drafts or not any(r["policy"] == "heavy-only" for r in rows):
+        raise SpecragError(f"{run_dir} has no draft-only and heavy-only rows to replay lazy from: "
+                           "run bench e2e with --policies including draft-only,heavy-only")
     verify_ms = []
     for r in tqdm(drafts, desc="reverify", unit="draft", disable=not progress):
         hits = retriever.retrieve(r["question"], top_k=s.retrieval.verify_k, collection=COLLECTION).hits

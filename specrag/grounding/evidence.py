@@ -19,14 +19,14 @@ No embeddings: this must cost microseconds.
 
 from __future__ import annotations
 
-from specrag.grounding.text import content_words, split_sentences
+from specrag.grounding.text import content_words, rough_sentences
 
 
 def select(premise: str, claim: str, max_words: int = 64) -> str:
     """The sentences of ``premise`` most about ``claim``, in order, within ``max_words``."""
     if max_words <= 0 or len(premise.split()) <= max_words:
         return premise
-    sents = split_sentences(premise)
+    sents = rough_sentences(premise)
     if len(sents) <= 1:
         return premise
     want = content_words(claim)
