@@ -1,4 +1,10 @@
-"""Shared fixtures: offline environment, a model cache shared across tests, a Chroma server."""
+"""Shared fixtures: offline environment, a model cache shared across tests, a Chroma server.
+
+Fast and slow suites: ``pytest -m "not slow"`` runs no real model and no server; ``pytest
+-m slow`` runs the rest. A test is ``slow`` when it says so, when it is marked ``server``
+or ``browser``, or when it uses a fixture of ``SLOW_FIXTURES`` (directly or through
+another fixture): those load the real embedder or start a Chroma server.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,17 @@ import pytest  # noqa: E402
 import specrag.testing  # noqa: E402,F401 - registers the "fake" generator backend
 from specrag.settings import Settings  # noqa: E402
 from tests.support.env import free_port, make_settings  # noqa: E402
+
+# fixtures that load a real model or start a server: any test that needs one is slow
+SLOW_FIXTURES = frozenset({"embedder", "ingestor", "chroma_server"})
+SLOW_MARKERS = frozenset({"server", "browser"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if (SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+                or any(m.name in SLOW_MARKERS for m in item.iter_markers())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

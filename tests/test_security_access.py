@@ -216,6 +216,7 @@ def test_engine_refuses_before_retrieving_or_generating(secured, embedder):
 
 
 # -- the CLI signs in and the same rules apply ------------------------------------------
+@pytest.mark.slow  # ingests and searches with the real embedder
 def test_cli_users_and_sign_in(tmp_path, monkeypatch, capsys, users_file):
     from specrag.cli.main import main
 
