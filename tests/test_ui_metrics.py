@@ -1,7 +1,7 @@
 """The app over the resilient ``Service``: per-session ledger, the Metrics tab, busy and
 budget refusals, and the login and collection ACLs with a users file.
 
-The first tests need no server (a ``Service`` over the fakes of ``tests.fakes``); the
+The first tests need no server (a ``Service`` over the fakes of ``tests.support.fakes``); the
 others launch the app over the REAL retriever and store with the sample handbook and
 talk to it through ``gradio_client``, as the other UI API tests do.
 """

@@ -1,7 +1,7 @@
 """The app's pure parts: event -> HTML, chart data, per-session engine views, settings panel.
 
 No browser and no server: the events come from a real ``SpeculativeRAG`` over the fakes
-in ``tests.fakes``, so these check the UI against what the engine really emits.
+in ``tests.support.fakes``, so these check the UI against what the engine really emits.
 """
 
 import asyncio
