@@ -101,5 +101,5 @@ def claude(api, monkeypatch):
     from specrag.generators.anthropic_backend import AnthropicGenerator
 
     monkeypatch.setenv("TEST_ANTHROPIC_KEY", "sk-test-123")
-    return AnthropicGenerator("claude-sonnet-4-5", api_key_env="TEST_ANTHROPIC_KEY",
+    return AnthropicGenerator("claude-sonnet-4-6", api_key_env="TEST_ANTHROPIC_KEY",
                               base_url=api.url, timeout_s=5)

@@ -71,7 +71,7 @@ def run(tmp_path, byod, embedder, gens):
 
 def test_harness_scores_every_policy_and_resumes(tmp_path, byod, embedder):
     gens = {"draft": Extractive("fake"), "heavy": Extractive("anthropic")}
-    gens["heavy"].model = "claude-sonnet-4-5"
+    gens["heavy"].model = "claude-sonnet-4-6"
     result = run(tmp_path, byod, embedder, gens)
     out = tmp_path / "out"
     rows = [json.loads(l) for l in (out / "rows.jsonl").read_text().splitlines()]

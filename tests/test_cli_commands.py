@@ -185,7 +185,7 @@ def test_bench_e2e_on_my_own_questions_with_mock_models(tmp_path):
 
     meta = result["meta"]
     assert (meta["n"], meta["draft"], meta["heavy"]) == (3, "openai:mock-draft",
-                                                         "anthropic:claude-sonnet-4-5")
+                                                         "anthropic:claude-sonnet-4-6")
     assert meta["corpus_files"] == 5 and meta["corpus_chunks"] >= 5
     assert meta["policies"] == ["heavy-only", "draft-only", "lazy", "eager"]
     p = result["policies"]

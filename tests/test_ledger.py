@@ -28,14 +28,14 @@ from tests.support.resilience import (
     in_memory_telemetry,
 )
 
-PRICES = {"claude-sonnet-4-5": [3.0, 15.0]}
+PRICES = {"claude-sonnet-4-6": [3.0, 15.0]}
 
 
 def ledger(tmp_path):
     return Ledger(tmp_path / "ledger.sqlite3", PRICES).warm_up()
 
 
-def attempt(backend="anthropic", model="claude-sonnet-4-5", inp=1000, out=100, outcome="ok"):
+def attempt(backend="anthropic", model="claude-sonnet-4-6", inp=1000, out=100, outcome="ok"):
     return Attempt(backend, model, "" if outcome == "ok" else "boom", latency_ms=12.0,
                    outcome=outcome, input_tokens=inp, output_tokens=out)
 
@@ -134,7 +134,7 @@ def test_rows_queued_at_exit_are_written(tmp_path):
 
 
 def failing_then_ok_heavy():
-    primary = Scripted("anthropic", "claude-sonnet-4-5",
+    primary = Scripted("anthropic", "claude-sonnet-4-6",
                        [err(529), ("Pages are", err(None, msg="cut")), HEAVY_TEXT])
     return FallbackGenerator([RetryingGenerator(primary, RetryPolicy(max_attempts=3),
                                                 sleep=Sleeps())])
@@ -195,7 +195,7 @@ def test_usage_command(tmp_path, capsys):
     led.close()
     assert main(["--data-dir", str(data), "usage", "--by", "model"]) == 0
     out = capsys.readouterr().out
-    assert "anthropic/claude-sonnet-4-5" in out and "0.0045" in out
+    assert "anthropic/claude-sonnet-4-6" in out and "0.0045" in out
     assert main(["--data-dir", str(data), "usage", "--json", "--session", "alice"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows[0]["key"] == "alice" and rows[0]["input_tokens"] == 1000

@@ -28,7 +28,7 @@ def test_anthropic_streams_text_and_usage(api, claude):
     text = "".join(pieces[:-1])
     assert text == "Staff get 25 days of annual leave. [1]"
     assert len(pieces) - 1 == len(text.split())  # streamed word by word
-    assert usage.backend == "anthropic" and usage.model == "claude-sonnet-4-5"
+    assert usage.backend == "anthropic" and usage.model == "claude-sonnet-4-6"
     assert usage.output_tokens == len(text.split()) and usage.input_tokens > 20
     assert 0 < usage.ttft_ms <= usage.total_ms
     req = api.requests[-1]

@@ -32,7 +32,7 @@ def chain(members, clock=None, **kw):
 
 
 def test_failover_records_every_attempt_and_why():
-    primary = Scripted("anthropic", "claude-sonnet-4-5", [err(529, msg="overloaded")])
+    primary = Scripted("anthropic", "claude-sonnet-4-6", [err(529, msg="overloaded")])
     backup = Scripted("openai", "backup", ["from the backup [1]"])
     local = Scripted("llama-cpp", "qwen-1.5b", ["local [1]"])
     fb = chain([RetryingGenerator(primary, RetryPolicy(max_attempts=2), sleep=Sleeps()),
@@ -41,8 +41,8 @@ def test_failover_records_every_attempt_and_why():
     assert "".join(pieces) == "from the backup [1]"
     assert usage.backend == "openai" and usage.model == "backup"
     got = [(a.backend, a.model, a.outcome, a.status, a.retryable) for a in usage.attempts]
-    assert got == [("anthropic", "claude-sonnet-4-5", "error", 529, True),
-                   ("anthropic", "claude-sonnet-4-5", "error", 529, True),
+    assert got == [("anthropic", "claude-sonnet-4-6", "error", 529, True),
+                   ("anthropic", "claude-sonnet-4-6", "error", 529, True),
                    ("openai", "backup", "ok", None, False)]
     assert all(a.latency_ms >= 0 for a in usage.attempts)
     assert fb.attempts == usage.attempts and local.calls == 0
@@ -161,7 +161,7 @@ def test_heavy_chain_from_settings_over_both_apis(tmp_path, monkeypatch):
         s = make_settings(tmp_path, anthropic_api_key_env="TEST_ANTHROPIC_KEY", **{
             "generation.anthropic_base_url": claude_api.url,
             "resilience.heavy_chain": [
-                "anthropic:claude-sonnet-4-5",
+                "anthropic:claude-sonnet-4-6",
                 f"openai:backup@{backup_a.url}/v1,{backup_b.url}/v1",
                 "fake:local"],
             "resilience.max_attempts": 2, "resilience.backoff_base_s": 0.01,

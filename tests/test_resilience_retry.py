@@ -158,7 +158,7 @@ def api():
 
 def test_anthropic_sdk_through_faults(api, monkeypatch):
     monkeypatch.setenv("TEST_KEY", "sk-test")
-    claude = AnthropicGenerator("claude-sonnet-4-5", api_key_env="TEST_KEY", base_url=api.url,
+    claude = AnthropicGenerator("claude-sonnet-4-6", api_key_env="TEST_KEY", base_url=api.url,
                                 timeout_s=5)
     api.faults.extend(["529", "429", "cut", "malformed"])
     gen, sleeps = retrying(claude, max_attempts=5)

@@ -112,7 +112,7 @@ def test_many_concurrent_questions_share_the_models_without_cross_talk(tmp_path)
                 yield item
             yield f" #{n}"
 
-    svc = Service(s, fake_engine(s, heavy=EchoHeavy("anthropic", "claude-sonnet-4-5",
+    svc = Service(s, fake_engine(s, heavy=EchoHeavy("anthropic", "claude-sonnet-4-6",
                                                     [HEAVY_TEXT])))
 
     async def many():
@@ -129,7 +129,7 @@ def test_many_concurrent_questions_share_the_models_without_cross_talk(tmp_path)
 
 def test_overload_gives_a_clear_busy_message(tmp_path):
     s = make_settings(tmp_path, **{"concurrency.max_concurrent": 1, "concurrency.max_queue": 1})
-    slow = Scripted("anthropic", "claude-sonnet-4-5", [HEAVY_TEXT])
+    slow = Scripted("anthropic", "claude-sonnet-4-6", [HEAVY_TEXT])
     svc = Service(s, fake_engine(s, heavy=slow))
     gate = svc._assemble().gate
 

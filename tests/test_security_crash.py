@@ -191,11 +191,11 @@ kind, path = sys.argv[1], sys.argv[2]
 if kind == "ledger":
     from specrag.resilience.attempts import Attempt
     from specrag.observability.ledger import Ledger, scope
-    led = Ledger(path, {"claude-sonnet-4-5": [3.0, 15.0]}).warm_up()
+    led = Ledger(path, {"claude-sonnet-4-6": [3.0, 15.0]}).warm_up()
     n = 0
     while True:
         with scope("s1", "hr"):
-            n += led.record_attempts("heavy", [Attempt("anthropic", "claude-sonnet-4-5",
+            n += led.record_attempts("heavy", [Attempt("anthropic", "claude-sonnet-4-6",
                                      outcome="ok", input_tokens=100, output_tokens=10)] * 5)
         print("ROWS", n, flush=True)
 else:
@@ -225,7 +225,7 @@ if kind == "ledger":
     led = Ledger(path).warm_up()
     spent = led.spent(session="s1")
     from specrag.resilience.attempts import Attempt
-    led.record_attempts("heavy", [Attempt("anthropic", "claude-sonnet-4-5")])
+    led.record_attempts("heavy", [Attempt("anthropic", "claude-sonnet-4-6")])
     after = len(led.rows())
 else:
     from specrag.observability.audit import AuditStore

@@ -23,7 +23,7 @@ from tests.support.resilience import (
 
 
 def heavy_chain():
-    primary = Scripted("anthropic", "claude-sonnet-4-5", [err(529, msg="overloaded"), HEAVY_TEXT],
+    primary = Scripted("anthropic", "claude-sonnet-4-6", [err(529, msg="overloaded"), HEAVY_TEXT],
                        base_url="https://api.anthropic.example:443")
     return FallbackGenerator([RetryingGenerator(primary, RetryPolicy(max_attempts=3),
                                                 sleep=Sleeps()),
@@ -51,12 +51,12 @@ def test_a_span_per_stage_and_per_attempt_with_genai_attributes(tmp_path):
     assert 0 <= root.attributes["specrag.verdict.score"] < 0.8
     assert root.attributes["specrag.cost_usd"] > 0
     heavy = by_name["heavy"]
-    assert heavy.attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
+    assert heavy.attributes["gen_ai.request.model"] == "claude-sonnet-4-6"
     assert heavy.attributes["gen_ai.system"] == "anthropic"
     assert heavy.attributes["gen_ai.usage.output_tokens"] == len(HEAVY_TEXT.split())
     assert heavy.attributes["specrag.attempts"] == 2 and heavy.attributes["specrag.ttft_ms"] >= 0
     chats = [sp for sp in spans.get_finished_spans()
-             if sp.name == "chat claude-sonnet-4-5"]
+             if sp.name == "chat claude-sonnet-4-6"]
     assert [sp.parent.span_id for sp in chats] == [heavy.context.span_id] * 2
     failed, ok = sorted(chats, key=lambda sp: sp.start_time)
     assert failed.attributes["error.type"] == "529" and not failed.status.is_ok

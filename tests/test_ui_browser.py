@@ -226,7 +226,7 @@ def test_settings_panel_changes_only_its_own_session(browser, app_url):
         open_app(b, app_url)
         a.get_by_role("tab", name="Settings").click()
         assert "Claude" in a.locator("#sr-claude").inner_text()
-        a.locator("#sr-models").get_by_text("anthropic: claude-sonnet-4-5").wait_for(timeout=T)
+        a.locator("#sr-models").get_by_text("anthropic: claude-sonnet-4-6").wait_for(timeout=T)
         a.locator("#sr-policy").get_by_role("radio", name="heavy-only").check()
         a.get_by_role("tab", name="Chat").click()
         ask(a, EASY)

@@ -61,7 +61,7 @@ class FullGate(AdmissionGate):
 
 def fake_service(tmp_path, **values):
     s = make_settings(tmp_path / "data", **values)
-    heavy = FakeGenerator("claude-sonnet-4-5", replies=["Pages are acknowledged in 15 minutes."])
+    heavy = FakeGenerator("claude-sonnet-4-6", replies=["Pages are acknowledged in 15 minutes."])
     heavy.name = "anthropic"
     engine = SpeculativeRAG(s, retriever=FakeRetriever(),
                             draft=FakeGenerator("tiny-draft", replies=[GOOD]), heavy=heavy,
@@ -115,7 +115,7 @@ def test_snapshot_and_rendering_of_usage_budget_and_audit(tmp_path):
     assert data["ledger"] and data["session"] == "mine"
     assert {r["key"] for r in data["sessions"]} == {"mine", "other"}
     assert {r["key"] for r in data["this_session"]} == {"fake/tiny-draft",
-                                                        "anthropic/claude-sonnet-4-5"}
+                                                        "anthropic/claude-sonnet-4-6"}
     assert data["budget"]["session_limit_usd"] == 5.0 and data["budget"]["session_spent_usd"] > 0
     assert data["audit"]["summary"]["samples"] == 3
     assert data["audit"]["recent"][0]["faithfulness"] is not None
@@ -259,9 +259,9 @@ def test_chat_through_the_service_is_in_the_ledger_and_the_metrics_endpoint(serv
     data = me.predict(api_name="/metrics")
     assert data["ledger"] and data["session"] == me.session_hash
     mine = {r["key"]: r for r in data["this_session"]}
-    assert set(mine) == {"fake/fake-draft", "anthropic/claude-sonnet-4-5"}
+    assert set(mine) == {"fake/fake-draft", "anthropic/claude-sonnet-4-6"}
     assert mine["fake/fake-draft"]["questions"] == 2 and mine["fake/fake-draft"]["cost_usd"] == 0
-    assert mine["anthropic/claude-sonnet-4-5"]["cost_usd"] == pytest.approx(hard["cost_usd"])
+    assert mine["anthropic/claude-sonnet-4-6"]["cost_usd"] == pytest.approx(hard["cost_usd"])
     assert [r["key"] for r in data["collections"]] == ["handbook"]
     assert data["budget"]["session_spent_usd"] == pytest.approx(hard["cost_usd"])
     assert me.session_hash in {r["key"] for r in data["sessions"]}

@@ -30,7 +30,7 @@ HEAVY = "Pages are acknowledged within 15 minutes [1]."
 def make_engine(tmp_path, draft=GOOD, retriever=None, **values):
     # the reranker order as is (no fusion), so the reversed fake order shows in the citations
     s = make_settings(tmp_path, **{"retrieval.rerank": True, "retrieval.rerank_fusion": False, **values})
-    heavy = FakeGenerator("claude-sonnet-4-5", replies=[HEAVY])
+    heavy = FakeGenerator("claude-sonnet-4-6", replies=[HEAVY])
     heavy.name = "anthropic"
     return SpeculativeRAG(s, retriever=retriever or FakeRetriever(),
                           draft=FakeGenerator("tiny-draft", replies=[draft]), heavy=heavy,
@@ -170,7 +170,7 @@ def test_session_views_keep_settings_apart(tmp_path):
     harsh = asyncio.run(engines.view(Options(threshold=1.0, draft_k=1)).aask("leave?"))
     assert loose.tier == "draft" and loose.verdict.threshold == T
     assert harsh.verdict.threshold == 1.0
-    assert engines.model_names()["heavy"] == "anthropic: claude-sonnet-4-5"
+    assert engines.model_names()["heavy"] == "anthropic: claude-sonnet-4-6"
 
 
 def test_follow_throttles_tokens_but_not_stages(tmp_path):
@@ -202,13 +202,13 @@ def test_settings_panel_never_shows_the_key(tmp_path):
     assert "No Claude key" in off and "ANTHROPIC_API_KEY" in off
     on = panel.claude_status(s, environ={"ANTHROPIC_API_KEY": "sk-ant-secret"})
     assert "configured" in on and "sk-ant" not in on and "SPECRAG_GENERATION__HEAVY" in on
-    s2 = s.with_values(**{"generation.heavy": "anthropic:claude-sonnet-4-5",
+    s2 = s.with_values(**{"generation.heavy": "anthropic:claude-sonnet-4-6",
                           "anthropic_api_key_env": "MY_KEY"})
-    assert "heavy tier is `anthropic:claude-sonnet-4-5`" in panel.claude_status(
+    assert "heavy tier is `anthropic:claude-sonnet-4-6`" in panel.claude_status(
         s2, environ={"MY_KEY": "x"})
-    rows = panel.model_rows(s, {"heavy": "anthropic: claude-sonnet-4-5"})
+    rows = panel.model_rows(s, {"heavy": "anthropic: claude-sonnet-4-6"})
     assert [r[0] for r in rows] == ["embedder", "draft", "heavy", "verifier", "reranker"]
-    assert rows[2][1] == "anthropic: claude-sonnet-4-5"
+    assert rows[2][1] == "anthropic: claude-sonnet-4-6"
     assert "qwen2.5-coder-0.5b-instruct" in rows[1][1] and "#sha256" not in rows[1][1]
 
 

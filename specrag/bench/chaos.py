@@ -3,7 +3,7 @@
 ``run(settings, n=200, fault_rate=0.3, sessions=20)`` writes ``chaos.json`` and
 ``chaos.md`` to ``out_dir`` (default ``bench-results/chaos``):
 
-1. **Faults.** The heavy tier is the chain ``anthropic:claude-sonnet-4-5`` (the local
+1. **Faults.** The heavy tier is the chain ``anthropic:claude-sonnet-4-6`` (the local
    mock server speaking the Messages API, through the real SDK) -> ``openai:backup`` (a
    second mock endpoint, OpenAI chat API) -> a local stand-in for the quantized local
    model (no faults). Both remote endpoints fail ``fault_rate`` of their requests at
@@ -71,7 +71,7 @@ def bench_settings(settings, data_dir: Path, claude: MockAPI, backup: MockAPI):
     return settings.with_values(**{
         "data_dir": str(data_dir), "anthropic_api_key_env": KEY_ENV,
         "generation.anthropic_base_url": claude.url, "generation.policy": "lazy",
-        "resilience.heavy_chain": ["anthropic:claude-sonnet-4-5",
+        "resilience.heavy_chain": ["anthropic:claude-sonnet-4-6",
                                    f"openai:backup@{backup.url}/v1", "fake:local-standin"],
         "resilience.max_attempts": 3, "resilience.backoff_base_s": 0.1,
         "resilience.backoff_max_s": 1.0, "resilience.first_token_timeout_s": 4.0,

@@ -88,7 +88,7 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 100,
     s = settings.with_values(data_dir=str(out / "data"), cache_dir=str(settings.cache_path),
                              **{"generation.prompt_cache": False})
     if heavy == "anthropic":
-        s = s.with_values(**{"generation.heavy": "anthropic:claude-sonnet-4-5"})
+        s = s.with_values(**{"generation.heavy": "anthropic:claude-sonnet-4-6"})
     elif heavy != "local":
         s = s.with_values(**{"generation.heavy": heavy})
     questions, corpus_files = load_questions(settings, dataset, n, seed, corpus)

@@ -3,7 +3,7 @@
 ``tier_from_settings("heavy", settings)`` reads ``resilience.heavy_chain`` (empty: the
 ``generation.heavy`` backend alone). Each entry is ``BACKEND[:MODEL][@URL[,URL...]]``:
 
-- ``anthropic:claude-sonnet-4-5`` (``generation.anthropic_base_url`` or the SDK default),
+- ``anthropic:claude-sonnet-4-6`` (``generation.anthropic_base_url`` or the SDK default),
 - ``openai:qwen2.5-7b@http://gpu1:8000/v1,http://gpu2:8000/v1`` (a pool of two endpoints
   of one model, balanced by ``resilience.balance``; without ``@`` the
   ``generation.openai_base_url``),

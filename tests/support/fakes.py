@@ -57,7 +57,7 @@ def engine(tmp_path, draft_reply, heavy_reply="Pages are acknowledged within 15 
     """(engine, draft, heavy): fake retrieval, scorer and reranker, ``FakeGenerator`` tiers."""
     s = make_settings(tmp_path, **{"retrieval.rerank": True, **values})
     draft = FakeGenerator(replies=[draft_reply], delay_s=delay)
-    heavy = FakeGenerator("claude-sonnet-4-5", replies=[heavy_reply], delay_s=heavy_delay)
+    heavy = FakeGenerator("claude-sonnet-4-6", replies=[heavy_reply], delay_s=heavy_delay)
     heavy.name = "anthropic"  # priced like Claude
     eng = SpeculativeRAG(s, retriever=FakeRetriever(), draft=draft, heavy=heavy,
                          verifier=Verifier(s, scorer=WordScorer()), reranker=ReverseReranker())
@@ -105,7 +105,7 @@ HEAVY_ANSWER = ("You receive the EUR 250 weekly on-call allowance plus EUR 50 fo
 def handbook_engine(settings, embedder, draft_delay: float = 0.04,
                     heavy_delay: float = 0.04) -> SpeculativeRAG:
     draft = ScriptedGenerator("fake-draft", DRAFT_SCRIPT, DRAFT_WRONG, delay_s=draft_delay)
-    heavy = ScriptedGenerator("claude-sonnet-4-5", [], HEAVY_ANSWER, delay_s=heavy_delay,
+    heavy = ScriptedGenerator("claude-sonnet-4-6", [], HEAVY_ANSWER, delay_s=heavy_delay,
                               name="anthropic")  # priced like Claude: the cost chart moves
     return SpeculativeRAG(settings, retriever=Retriever(settings, embedder=embedder),
                           draft=draft, heavy=heavy,

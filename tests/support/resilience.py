@@ -128,7 +128,7 @@ def fake_engine(settings, heavy=None, draft=None):
     from tests.support.fakes import FakeRetriever, ReverseReranker, WordScorer
 
     draft = draft or Scripted("fake", "draft-model", [REJECTED_DRAFT])
-    heavy = heavy or Scripted("anthropic", "claude-sonnet-4-5", [HEAVY_TEXT])
+    heavy = heavy or Scripted("anthropic", "claude-sonnet-4-6", [HEAVY_TEXT])
     return SpeculativeRAG(settings, retriever=FakeRetriever(), draft=draft, heavy=heavy,
                           verifier=Verifier(settings, scorer=WordScorer()),
                           reranker=ReverseReranker())
