@@ -9,8 +9,9 @@
   scores its samples with the engine's own verifier and reranker instead of loading a
   second copy.
 - ``build_service(settings, retriever=None, audit=True)``: the ``Service`` around that
-  engine: the usage ledger (an observer of every generation call), OpenTelemetry (the
-  engine's tracer and an observer), the admission gate and the budgets.
+  engine, which adds the usage ledger (an observer of every generation call),
+  OpenTelemetry (the engine's tracer and an observer), the admission gate and the
+  budgets.
 
 The app (``ui.session``), ``specrag ask``, ``bench e2e``, ``bench concurrency`` and
 ``specrag calibrate`` all come through here, so what is measured is what is served.
@@ -50,15 +51,9 @@ def build_engine(settings: Settings, *, retriever=None, audit: bool = True, tele
 
 
 def build_service(settings: Settings, *, retriever=None, audit: bool = True):
-    from specrag.observability.ledger import Ledger
-    from specrag.observability.telemetry import Telemetry
     from specrag.pipeline.service import Service
-    from specrag.resilience.concurrency import AdmissionGate
 
-    s = settings
-    ledger = Ledger.from_settings(s) if s.budget.ledger else None
-    telemetry = Telemetry(s)
-    engine = build_engine(s, retriever=retriever, audit=audit, telemetry=telemetry,
-                          observers=(ledger,) if ledger else ())
-    return Service(s, engine, ledger=ledger, telemetry=telemetry,
-                   gate=AdmissionGate.from_settings(s))
+    # the service adds its ledger, telemetry and admission gate from settings, and hands
+    # the first two to the engine as its hooks (``Service._assemble``: one place for them)
+    engine = build_engine(settings, retriever=retriever, audit=audit)
+    return Service(settings, engine)._assemble()
