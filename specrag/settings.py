@@ -74,6 +74,13 @@ class VerifySettings:
     evidence_words: int = 64  # each chunk cut to its sentences most about the claim; 0: whole
     aggregate: str = "min"  # over sentences: min | mean
     escalate_abstentions: bool = True  # a draft that only says "the documents do not say"
+    head: bool = True  # combine the cross-encoder with key-span coverage (head.json)
+    # P(right) from grounding and "does it answer the question" (acceptance.json):
+    # builtin (beside the verifier) | off (grounding alone) | a path (`calibrate --e2e`)
+    acceptance: str = "builtin"
+    answer_threshold: float = 0.5  # P(right) at least this too, when acceptance is on
+    supported_threshold: float = 0.5  # grounded at least this: "supported by the documents"
+    check_heavy: bool = True  # verify the heavy answer too, so every shown answer has a verdict
 
 
 @dataclass(frozen=True)

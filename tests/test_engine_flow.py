@@ -150,3 +150,28 @@ def test_rerank_off_keeps_the_bi_encoder_order_for_the_heavy_model(tmp_path):
     prompt = heavy.calls[0][1]["content"]
     assert ans.tier == "heavy" and prompt.index(TEXTS[0]) < prompt.index(TEXTS[1])
     assert TEXTS[3] not in prompt and "rerank" not in ans.timings_ms
+
+
+def test_every_shown_answer_carries_its_verdict(tmp_path):
+    # the heavy answer is checked like the draft, against the chunks its prompt held
+    eng, _, _ = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.",
+                       **{"retrieval.heavy_k": 2, "retrieval.rerank_fusion": False})
+    evs = asyncio.run(events_of(eng, policy="lazy"))
+    kinds = [e.kind for e in evs]
+    assert kinds.index("heavy_done") < kinds.index("heavy_verdict") < kinds.index("final")
+    ans = evs[-1].answer
+    assert ans.tier == "heavy" and ans.heavy_verdict is evs[kinds.index("heavy_verdict")].verdict
+    assert ans.supported and ans.support_note == ""
+    assert ans.to_dict()["heavy_verdict"]["grounded"] == pytest.approx(ans.heavy_verdict.grounded, abs=1e-4)
+    assert "verify_heavy" in ans.timings_ms
+    # an invented figure: shown with "not supported by the documents"
+    eng, _, _ = engine(tmp_path, "Staff get forty weeks of unpaid sabbatical.",
+                       heavy_reply="Travel is reimbursed at EUR 250 per night in Lisbon.")
+    ans = asyncio.run(eng.aask("What is the hotel limit?", policy="lazy"))
+    assert ans.tier == "heavy" and ans.supported is False
+    assert ans.support_note.startswith("not supported by the documents (grounded ")
+    assert ans.to_dict()["supported"] is False
+    # the check can be turned off; the answer then says it was not checked
+    eng, _, _ = engine(tmp_path, "Staff get forty weeks.", **{"verify.check_heavy": False})
+    ans = asyncio.run(eng.aask("leave?", policy="heavy-only"))
+    assert ans.heavy_verdict is None and ans.supported is None

@@ -90,7 +90,7 @@ def test_easy_question_draft_streams_then_is_accepted(page):
     badge.filter(has_text="draft · verifying").wait_for(timeout=T)  # marked draft while streaming
     page.locator('.sr-turn[data-state="accepted"]').wait_for(timeout=T)
     assert badge.inner_text().lower() == "draft · accepted"
-    assert turn.locator(".sr-score").inner_text() == "1.00"
+    assert turn.locator(".sr-score").inner_text() == "grounded 1.00"
     assert turn.locator(".sr-threshold").inner_text() == f"{THRESHOLD:.2f}"
     assert turn.locator(".sr-heavy").count() == 0
     assert turn.locator(".sr-draft.sr-final").count() == 1

@@ -27,10 +27,10 @@ BAD = "Employees receive a zeppelin voucher and quadruple wages."
 HEAVY = "Pages are acknowledged within 15 minutes [1]."
 
 
-def make_engine(tmp_path, draft=GOOD, retriever=None, **values):
+def make_engine(tmp_path, draft=GOOD, retriever=None, heavy_reply=HEAVY, **values):
     # the reranker order as is (no fusion), so the reversed fake order shows in the citations
     s = make_settings(tmp_path, **{"retrieval.rerank": True, "retrieval.rerank_fusion": False, **values})
-    heavy = FakeGenerator("claude-sonnet-4-6", replies=[HEAVY])
+    heavy = FakeGenerator("claude-sonnet-4-6", replies=[heavy_reply])
     heavy.name = "anthropic"
     return SpeculativeRAG(s, retriever=retriever or FakeRetriever(),
                           draft=FakeGenerator("tiny-draft", replies=[draft]), heavy=heavy,
@@ -60,7 +60,7 @@ def test_accepted_draft_streams_marked_draft_then_accepted(tmp_path):
     html = seen[-1][2]
     assert 'data-state="accepted"' in html and "draft · accepted" in html
     assert "sr-two" not in html and "sr-heavy" not in html  # no heavy column
-    assert '<span class="sr-score sr-pass">1.00</span>' in html
+    assert '<span class="sr-score sr-pass">grounded 1.00</span>' in html
     assert f'<span class="sr-threshold">{T:.2f}</span>' in html
     assert html.count('class="sr-sent sr-supported"') == 1
     assert "doc0.md · p.1" in html  # citation: source and page
@@ -84,6 +84,29 @@ def test_rejected_draft_gets_the_heavy_answer_beside_it(tmp_path):
     assert '<span class="sr-score sr-fail">' in draft_card
     # heavy saw the reversed (reranked) chunks: its [1] is the last retrieved chunk
     assert "doc3.md · p.4" in html
+
+
+def test_heavy_answer_shows_whether_the_documents_support_it(tmp_path):
+    _, seen = run(make_engine(tmp_path, draft=BAD))
+    heavy_card = seen[-1][2].split('<div class="sr-link"')[1]
+    assert '<div class="sr-support-note sr-pass">supported by the documents' in heavy_card
+    turn, seen = run(make_engine(tmp_path, draft=BAD,
+                                 heavy_reply="Hotels are reimbursed at EUR 250 per night in Lisbon."))
+    heavy_card = seen[-1][2].split('<div class="sr-link"')[1]
+    assert "⚠ not supported by the documents (grounded" in heavy_card
+    assert turn.answer.supported is False
+
+
+def test_verdict_line_shows_grounding_and_answer_relevance(tmp_path):
+    from specrag.grounding.verifier import SentenceVerdict, Verdict
+
+    turn = Turn("Who designed the tower?")
+    turn.verdict = Verdict(0.35, False, 0.9, (SentenceVerdict("The tower is in Lyon.", 0.97, 0),),
+                           grounded=0.97, relevance=0.41, answer_threshold=0.5)
+    turn.draft, turn._seen = "The tower is in Lyon.", {"draft_done", "verdict"}
+    html = render_turn(turn)
+    assert "grounded 0.97" in html and "answers the question 0.41" in html
+    assert '<span class="sr-relevance sr-fail">' in html and "draft · rejected" in html
 
 
 def test_abstaining_draft_is_not_shown_as_accepted_while_it_escalates(tmp_path):

@@ -145,9 +145,13 @@ async def _answer(engine, q: Question, policy: str, collection: str) -> dict:
     ans = await engine.aask(q.question, policy=policy, collection=collection)
     context = ans.heavy.chunks if ans.heavy else (ans.draft.chunks if ans.draft else ())
     faithful = None
-    if context and ans.text:
+    # the shown answer's own grounding: the engine's heavy verdict, else verified here
+    # against the chunks its prompt held (grounding alone, no question)
+    verdict = ans.heavy_verdict if ans.tier == "heavy" else None
+    if verdict is None and context and ans.text:
         verdict = await asyncio.to_thread(engine.verifier.verify, ans.text, list(context))
-        faithful = None if verdict.abstained else verdict.score
+    if verdict is not None and not verdict.abstained:
+        faithful = verdict.score if verdict.grounded is None else verdict.grounded
     heavy_usage = ans.heavy.usage if ans.heavy and ans.heavy.usage else None
     cancelled = [u for u in ans.usage if u.cancelled]
     return {
@@ -155,6 +159,12 @@ async def _answer(engine, q: Question, policy: str, collection: str) -> dict:
         "prediction": ans.text, "tier": ans.tier,
         "draft": ans.draft.text if ans.draft else None,
         "verdict_score": ans.verdict.score if ans.verdict else None,
+        "grounded": ans.verdict.grounded if ans.verdict else None,
+        "relevance": ans.verdict.relevance if ans.verdict else None,
+        "supported": ans.supported,
+        "heavy_grounded": ans.heavy_verdict.grounded if ans.heavy_verdict else None,
+        # what the draft was verified against, so a replay needs no store
+        "verify_chunks": [c.text for c in ans.verify_chunks] if ans.draft else None,
         "accepted": bool(ans.verdict and ans.verdict.accepted and ans.tier == "draft"),
         "abstained": bool(ans.verdict and ans.verdict.abstained),
         "gold_source": q.gold_source,

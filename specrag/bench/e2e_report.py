@@ -41,6 +41,8 @@ def _policy(rows: list[dict]) -> dict:
         "f1": _mean(r["scores"]["f1"] for r in scored),
         "contains": _mean(r["scores"]["contains"] for r in scored),
         "faithfulness": _mean(r.get("faithfulness") for r in rows),
+        # the shown answer's own verdict: share the verifier found supported by the documents
+        "supported": _mean(float(r["supported"]) for r in rows if r.get("supported") is not None),
         "acceptance_rate": len(accepted) / len(drafted) if drafted else None,
         "accepted_precision": _mean(r["scores"][CORRECT] for r in accepted if r.get("scores")),
         "first_token_p50_ms": percentile(first, 50), "first_token_p95_ms": percentile(first, 95),
@@ -74,16 +76,18 @@ def sweep(by: dict[str, list[dict]], steps: int = 20) -> list[dict]:
     return [lazy_at(by, k / steps) for k in range(steps + 1)]
 
 
-def lazy_at(by: dict[str, list[dict]], t: float) -> dict:
+def lazy_at(by: dict[str, list[dict]], t: float | None) -> dict:
     """Lazy replayed at threshold ``t``: each question's draft (``draft-only`` row) when its
-    verdict score is at least ``t``, else its ``heavy-only`` answer after the draft path."""
+    verdict score is at least ``t``, else its ``heavy-only`` answer after the draft path.
+    ``t=None``: the rows' own ``accepted`` (the verifier's decision, every gate applied)."""
     drafts = {r["id"]: r for r in by.get("draft-only", [])}
     heavies = {r["id"]: r for r in by.get("heavy-only", [])}
     ids = [i for i in drafts if i in heavies and drafts[i].get("scores")]
     acc, lat, tokens, taken = [], [], 0, []
     for i in ids:
         d, h = drafts[i], heavies[i]
-        ok = (d["verdict_score"] or 0) >= t and not d.get("abstained")
+        ok = (bool(d.get("accepted")) if t is None else (d["verdict_score"] or 0) >= t) \
+            and not d.get("abstained")
         chosen = d if ok else h
         acc.append(chosen["scores"][CORRECT])
         path = d["timings_ms"].get("total", 0)
@@ -115,6 +119,7 @@ def to_markdown(result: dict) -> str:
              "| metric | " + " | ".join(order) + " |", "|---|" + "---|" * len(order)]
     rows = [("exact match", "em", True), ("token F1", "f1", True),
             ("contains gold", "contains", True), ("faithfulness", "faithfulness", False),
+            ("shown answer supported", "supported", True),
             ("acceptance rate", "acceptance_rate", True),
             ("accepted-draft precision", "accepted_precision", True),
             ("first token p50 ms", "first_token_p50_ms", False),

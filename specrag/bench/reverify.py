@@ -33,26 +33,29 @@ def run(run_dir: str | Path, settings: Settings, out: str | Path | None = None,
     """``verifier``/``embedder``: defaults are the configured (shipped) models."""
     from tqdm import tqdm
 
-    from specrag.grounding.verifier import Verifier
+    from specrag.pipeline.build import build_verifier
     from specrag.retrieval.retriever import Retriever
 
     run_dir = Path(run_dir)
     rows = [json.loads(x) for x in (run_dir / "rows.jsonl").read_text().splitlines() if x.strip()]
     old = json.loads((run_dir / "e2e.json").read_text())["meta"] if (run_dir / "e2e.json").exists() else {}
     s = settings.with_values(data_dir=str(run_dir / "data"), cache_dir=str(settings.cache_path))
-    retriever = Retriever(s, embedder=embedder).warm_up()
-    verifier = (verifier or Verifier.from_settings(s)).warm_up()  # as served
+    retriever = Retriever(s, embedder=embedder)  # loaded only for rows without their chunks
+    verifier = (verifier or build_verifier(s)).warm_up()  # as served
     drafts = [r for r in rows if r["policy"] == "draft-only" and r.get("draft")]
     if not drafts or not any(r["policy"] == "heavy-only" for r in rows):
         raise SpecragError(f"{run_dir} has no draft-only and heavy-only rows to replay lazy from: "
                            "run bench e2e with --policies including draft-only,heavy-only")
     verify_ms = []
     for r in tqdm(drafts, desc="reverify", unit="draft", disable=not progress):
-        hits = retriever.retrieve(r["question"], top_k=s.retrieval.verify_k, collection=COLLECTION).hits
+        chunks = r.get("verify_chunks") or [
+            h.chunk.text for h in retriever.retrieve(r["question"], top_k=s.retrieval.verify_k,
+                                                     collection=COLLECTION).hits]
         t = time.perf_counter()
-        verdict = verifier.verify(r["draft"], [h.chunk for h in hits])
+        verdict = verifier.verify(r["draft"], chunks, r["question"])
         verify_ms.append((time.perf_counter() - t) * 1000)
         r["verdict_score"], r["abstained"] = verdict.score, verdict.abstained
+        r["grounded"], r["relevance"] = verdict.grounded, verdict.relevance
         r["accepted"] = verdict.accepted and not verdict.abstained
         r["timings_ms"] = {**r["timings_ms"], "verify": verify_ms[-1]}
     by: dict[str, list[dict]] = {}
@@ -61,7 +64,8 @@ def run(run_dir: str | Path, settings: Settings, out: str | Path | None = None,
     result = {"run": str(run_dir), "threshold": verifier.threshold, "old_threshold": old.get("threshold"),
               "drafts": len(drafts), "verify_p50_ms": percentile(verify_ms, 50),
               "verify_p95_ms": percentile(verify_ms, 95),
-              "replayed_lazy": _replay(by, verifier.threshold), "sweep": e2e_report.sweep(by)}
+              "answer_threshold": verifier.answer_threshold if verifier.acceptance_model else None,
+              "replayed_lazy": _replay(by, None), "sweep": e2e_report.sweep(by)}
     out = Path(out or run_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "reverify.json").write_text(json.dumps(result, indent=1))
@@ -69,8 +73,9 @@ def run(run_dir: str | Path, settings: Settings, out: str | Path | None = None,
     return result
 
 
-def _replay(by: dict[str, list[dict]], threshold: float) -> dict:
-    """Lazy at ``threshold`` from the draft-only and heavy-only rows, against heavy-only."""
+def _replay(by: dict[str, list[dict]], threshold: float | None) -> dict:
+    """Lazy at ``threshold`` (None: the verifier's own decision, every gate) from the
+    draft-only and heavy-only rows, against heavy-only."""
     point = e2e_report.lazy_at(by, threshold)
     heavy = [r for r in by.get("heavy-only", []) if r.get("scores")]
     h_acc = sum(r["scores"][e2e_report.CORRECT] for r in heavy) / max(1, len(heavy))
@@ -89,7 +94,9 @@ def to_markdown(r: dict) -> str:
              "measured now)", "",
              f"{r['drafts']} drafts; verification p50 {r['verify_p50_ms']:.1f} ms, p95 "
              f"{r['verify_p95_ms']:.1f} ms. Threshold {r['threshold']} (the run used "
-             f"{r['old_threshold']}).", ""]
+             f"{r['old_threshold']})" + (f", answer threshold {r['answer_threshold']}"
+                                         if r.get("answer_threshold") is not None else "")
+             + ". The sweep below varies one threshold on the verdict score.", ""]
     if lz:
         lines += ["| replayed lazy vs heavy-only | value |", "|---|---|",
                   f"| accuracy (contains gold) | {f(lz['accuracy'], True)} vs "

@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from specrag.grounding.evidence import select
+from specrag.grounding.spans import missing
 from specrag.settings import Settings
 
 SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
+HARD = ("counterfactual", "counterfactual-vitc", "paraphrase", "noisy")  # training.counterfactual
 CHECKS = ("rte", "cb")  # standard NLI sets, whole validation splits; not part of "all"
 
 
@@ -76,7 +78,7 @@ def _latency(scorer, chunks: list[str], draft: str, runs: int, per_sentence=None
 
 def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | None = None,
         quick: bool = False, n_per_source: int | None = None, seed: int = 0,
-        progress: bool = False, out_dir: Path | None = None) -> dict:
+        progress: bool = False, out_dir: Path | None = None, n_hard: int | None = None) -> dict:
     from specrag.grounding.crossencoder import CrossEncoder
     from specrag.grounding.text import claims
     from specrag.grounding.verifier import Verifier
@@ -88,26 +90,37 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
     model = str(model_dir) if model_dir else None
     int8 = CrossEncoder(settings, "verifier", model=model).warm_up()
     threshold = settings.verify.threshold
-    pairs = data.sample(data.verifier_pairs(settings, seed), "test", {s: n for s in SOURCES}, seed)
+    pairs = data.sample(data.verifier_pairs(settings, seed, SOURCES + HARD), "test",
+                        {s: n for s in SOURCES} | {s: n_hard or (300 if quick else 600) for s in HARD},
+                        seed)
     pairs += data.nli_checks(settings)  # [] without pyarrow
     verifier = Verifier.from_settings(settings, scorer=int8).warm_up()  # as served
     scores = draft_scores(verifier, pairs, progress)
     # the classifier alone on each labelled pair (claim whole, premise cut as in serving)
     words = settings.verify.evidence_words
     pair_scores = int8.predict([(select(p.premise, p.hypothesis, words), p.hypothesis) for p in pairs])
-    if verifier.head:
-        pair_scores = verifier.head.apply([(p.premise, p.hypothesis) for p in pairs], pair_scores)
+    if verifier.head is not None:  # the served cell score: the head over the CE and the spans
+        pair_scores = verifier.head.apply(pair_scores, [missing(p.hypothesis, p.premise) for p in pairs])
     result: dict = {"model": str(int8.model_dir), "threshold": threshold, "per_source": {}}
     present = [c for c in CHECKS if any(p.source == c for p in pairs)]
-    for src in SOURCES + ("all",) + tuple(present):
+    for src in SOURCES + ("all",) + HARD + tuple(present):
         idx = [i for i, p in enumerate(pairs)
                if p.source == src or (src == "all" and p.source in SOURCES)]
+        if not idx:
+            continue
         labels = [pairs[i].label for i in idx]
         row = _metrics(scores[idx], labels, threshold)
         pair = _metrics(pair_scores[idx], labels, 0.5)
         row["pair_balanced_accuracy@0.5"], row["pair_auroc"] = pair["balanced_accuracy@0.5"], pair["auroc"]
         row["length_baseline"] = length_baseline([len(pairs[i].hypothesis) for i in idx], labels)
         result["per_source"][src] = row
+    # which near misses get through: share of each kind at or above the threshold
+    result["per_kind"] = {}
+    for i, p in enumerate(pairs):
+        if p.source in HARD and p.kind:
+            row = result["per_kind"].setdefault(f"{p.source}/{p.kind}/{int(p.label)}", [0, 0])
+            row[0] += 1
+            row[1] += int(scores[i] >= threshold)
     # latency: a real 3-sentence draft against 10 real test passages (~100-250 tokens)
     pairs = [p for p in pairs if p.source in SOURCES]
     syn = [p for p in pairs if p.source == "synthetic"]
@@ -155,6 +168,10 @@ def to_markdown(r: dict) -> str:
                      f"{_f(m['balanced_accuracy@t'])} | {_f(m['auroc'])} | {_f(m['precision@t'])} | "
                      f"{_f(m['recall@t'])} | {_f(m.get('pair_balanced_accuracy@0.5'))} | "
                      f"{_f(m.get('pair_auroc'))} | {_f(lb['balanced_accuracy'])} | {_f(lb['auroc'])} |")
+    if r.get("per_kind"):
+        lines += ["", "Hard sets by kind (label 1 = supported): share verified at or above t.", "",
+                  "| set / kind / label | n | at or above t |", "|---|---|---|"]
+        lines += [f"| {k} | {n} | {ok / n:.2f} |" for k, (n, ok) in sorted(r["per_kind"].items())]
     lat = r["latency"]
     lines += ["", f"Latency of one verification ({lat['draft_sentences']} sentences x "
               f"{lat['chunks']} chunks, one `predict` call; each chunk cut to its "

@@ -71,7 +71,9 @@ async def _render(engine, question, policy, collection) -> None:
         elif ev.kind == "verdict":
             v = ev.verdict
             state = "accepted" if v.accepted else "rejected"
-            out.write(f"\nverdict: {state}, entailment {v.score:.2f} (threshold {v.threshold:.2f})\n")
+            out.write(f"\nverdict: {state}, {v.label} (threshold {v.threshold:.2f}"
+                      + (f", P(right) {v.score:.2f} vs {v.answer_threshold:.2f}"
+                         if v.answer_threshold is not None else "") + ")\n")
             for s in v.sentences:
                 mark = "abstains" if s.abstention else f"{s.score:.2f}"
                 out.write(f"  [{mark}] {s.sentence}\n")
@@ -84,6 +86,12 @@ async def _render(engine, question, policy, collection) -> None:
             out.write(ev.text)
         elif ev.kind == "heavy_done":
             out.write("\n")
+        elif ev.kind == "heavy_verdict":
+            v = ev.verdict
+            if not v.abstained:
+                g = v.score if v.grounded is None else v.grounded
+                out.write(f"heavy answer: {'supported' if v.supported else 'NOT SUPPORTED'} by the "
+                          f"documents (grounded {g:.2f})\n")
         elif ev.kind == "final":
             out.write("\n" + summary(ev.answer) + "\n")
         out.flush()

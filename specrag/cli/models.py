@@ -19,7 +19,8 @@ def _progress(args) -> bool:
 
 def add_parsers(sub) -> None:
     tr = sub.add_parser("train", help="train the verifier or reranker cross-encoder (CPU)")
-    tr.add_argument("model", choices=("verifier", "reranker"))
+    tr.add_argument("model", choices=("verifier", "reranker", "head"),
+                    help="head: fit the verifier's calibrated head (head.json) on dev pairs")
     tr.add_argument("--out", help="model folder (default: specrag/models/<model>, the shipped one)")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--scale", type=float, default=1.0, help="fraction of the default data size")
@@ -30,6 +31,7 @@ def add_parsers(sub) -> None:
     ve = sub.add_parser("verify", help="is an answer supported by a context? (or score pairs)")
     ve.add_argument("--context", help="text file (paragraphs become chunks) or JSONL of chunks")
     ve.add_argument("--answer", help="the draft answer to verify")
+    ve.add_argument("--question", help="the question it answers: also scores whether it does")
     ve.add_argument("--pairs", help='JSONL of {"premise", "hypothesis"}: one scored line out each')
     ve.add_argument("--aggregate", choices=("min", "mean"), help="override verify.aggregate")
     ve.add_argument("--threshold", type=float, help="override verify.threshold")
@@ -46,7 +48,11 @@ def add_parsers(sub) -> None:
     rr.set_defaults(func=cmd_rerank)
 
     ca = sub.add_parser("calibrate", help="choose verify.threshold for a target precision")
-    ca.add_argument("--target-precision", type=float, default=0.95)
+    ca.add_argument("--e2e", nargs="+", metavar="RUN_DIR",
+                    help="calibrate on `bench e2e` runs (accepted draft right?), not pair labels: "
+                         "fits acceptance.json and both thresholds (default target 0.90)")
+    ca.add_argument("--target-precision", type=float, default=None,
+                    help="default 0.95 on pair labels, 0.90 with --e2e")
     ca.add_argument("--n", type=int, default=400, help="held-out drafts per source")
     ca.add_argument("--dry-run", action="store_true", help="print, do not write the settings file")
     ca.add_argument("--json", action="store_true")
@@ -83,6 +89,11 @@ def read_chunks(path: str, words: int = 150) -> list[str]:
 def cmd_train(args, settings) -> int:
     from specrag.training import run
 
+    if args.model == "head":
+        out = run.train_head(settings, out=Path(args.out) if args.out else None, seed=args.seed)
+        head = json.loads((out / "head.json").read_text())
+        print(json.dumps(head, indent=2) if args.json else f"head written to {out / 'head.json'}: {head}")
+        return 0
     fn = run.train_verifier if args.model == "verifier" else run.train_reranker
     out = fn(settings, out=Path(args.out) if args.out else None, scale=args.scale, seed=args.seed,
              progress=_progress(args) or not args.json, evaluate=not args.no_eval)
@@ -111,13 +122,16 @@ def cmd_verify(args, settings) -> int:
                                    ("verify.threshold", args.threshold)) if v is not None}
     # every other verify.* setting as serving has it (the same builder)
     verifier = build_verifier(settings.with_values(**overrides), scorer=ce)
-    verdict = verifier.verify(args.answer, chunks)
+    verdict = verifier.verify(args.answer, chunks, args.question)
     if args.json:
         print(json.dumps(verdict.to_dict(chunks), indent=2))
         return 0
     state = "ACCEPTED" if verdict.accepted else "REJECTED"
-    print(f"{state}  score {verdict.score:.3f} ({verdict.aggregate} over sentences, threshold "
-          f"{verdict.threshold})" + ("  [abstention only]" if verdict.abstained else ""))
+    print(f"{state}  {verdict.label} ({verdict.aggregate} over sentences, threshold "
+          f"{verdict.threshold}" + (f"; P(right) {verdict.score:.3f}, answer threshold "
+                                    f"{verdict.answer_threshold}" if verdict.relevance is not None
+                                    else "") + ")"
+          + ("  [abstention only]" if verdict.abstained else ""))
     for s in verdict.sentences:
         where = "abstention" if s.abstention else (
             f"chunk {s.best_chunk}" if s.best_chunk is not None else "no chunks")
@@ -143,7 +157,9 @@ def cmd_rerank(args, settings) -> int:
 def cmd_calibrate(args, settings) -> int:
     from specrag.training.calibrate import calibrate, settings_file, write_threshold
 
-    result = calibrate(settings, args.target_precision, args.n, progress=_progress(args))
+    if args.e2e:
+        return _calibrate_e2e(args, settings)
+    result = calibrate(settings, args.target_precision or 0.95, args.n, progress=_progress(args))
     path = settings_file(args.config, settings)
     if not args.dry_run:
         write_threshold(path, result["threshold"])
@@ -156,3 +172,34 @@ def cmd_calibrate(args, settings) -> int:
               f"recall {result['recall']:.3f} on {result['drafts']} held-out drafts{met}")
         print(f"written to {path}" if not args.dry_run else "dry run: nothing written")
     return 0 if result["target_met"] else 1
+
+
+def _calibrate_e2e(args, settings) -> int:
+    from dataclasses import asdict
+
+    from specrag.training.calibrate import settings_file, write_values
+    from specrag.training.calibrate_e2e import calibrate_e2e
+
+    r = calibrate_e2e(args.e2e, settings, args.target_precision or 0.90, progress=_progress(args))
+    path = settings_file(args.config, settings)
+    model_path = path.parent / "acceptance.json"
+    if not args.dry_run:
+        r["model"].save(model_path)
+        write_values(path, {"threshold": round(r["threshold"], 4),
+                            "answer_threshold": round(r["answer_threshold"], 4),
+                            "acceptance": str(model_path)})
+    r["written_to"] = None if args.dry_run else str(path)
+    if args.json:
+        print(json.dumps({**r, "model": asdict(r["model"])}, indent=2))
+        return 0 if r["target_met"] else 1
+    for name, m in r["per_split"].items():
+        print(f"{name:24s} drafts {m['drafts']:4d}  right {m['right']:.2f}  accepted "
+              f"{m['acceptance']:.2f}  precision {m['precision']:.3f}  recall {m['recall']:.2f}")
+    alone = r["grounding_only"]["test"]
+    print(f"grounding alone (threshold {r['grounding_only']['threshold']:.3f}) on test: accepted "
+          f"{alone['acceptance']:.2f}, precision {alone['precision']:.3f}")
+    met = "" if r["target_met"] else " (TARGET NOT REACHED on dev: the most precise pair shown)"
+    print(f"verify.threshold = {r['threshold']:.4f}, verify.answer_threshold = "
+          f"{r['answer_threshold']:.4f}{met}")
+    print(f"written to {path} and {model_path}" if not args.dry_run else "dry run: nothing written")
+    return 0 if r["target_met"] else 1

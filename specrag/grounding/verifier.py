@@ -16,7 +16,16 @@
    cut).
 3. The draft's score aggregates the sentence scores: ``min`` by default (one
    unsupported sentence sinks the draft), or ``mean``.
-4. ``accepted`` = score >= ``settings.verify.threshold`` (see ``specrag calibrate``).
+   With a ``GroundingHead`` (``head.json`` beside the model, ``verify.head``), each
+   cell's score is the head's calibrated P(supported) from the cross-encoder's score
+   and the fraction of the sentence's key spans (names, numbers, dates) the chunk lacks
+   (``spans.missing``): the cross-encoder alone leans on what it knows about the world.
+4. ``grounded`` aggregates the sentence scores. Given the ``question`` and an
+   ``AcceptanceModel`` (``verify.acceptance``), the verdict also asks whether the draft
+   answers it (``relevance``) and ``score`` is the two combined, P(right); otherwise
+   ``score`` is ``grounded``. ``accepted`` = score >= ``verify.threshold`` (see
+   ``specrag calibrate``); ``supported`` = grounded >= ``verify.supported_threshold``,
+   what a heavy answer is labelled by.
 
 Honest abstentions ("the documents do not say ...", "I could not find ...") claim
 nothing about the world, so they are not hallucinations: such sentences are marked
@@ -37,7 +46,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from specrag.grounding import acceptance as acceptance_models
 from specrag.grounding.evidence import select
+from specrag.grounding.head import GroundingHead
+from specrag.grounding.relevance import relevance_features
+from specrag.grounding.spans import missing
 from specrag.grounding.text import claims, content_words, split_sentences, strip_citations
 
 AGGREGATES = ("min", "mean")
@@ -72,6 +85,18 @@ class Verdict:
     sentences: tuple[SentenceVerdict, ...] = field(default_factory=tuple)
     aggregate: str = "min"
     abstained: bool = False  # every sentence was an honest "the documents do not say"
+    grounded: float | None = None  # the sentences' aggregate; ``score`` when no relevance
+    relevance: float | None = None  # P(it answers the question); None: not asked
+    signals: dict = field(default_factory=dict)  # the relevance signals, for display
+    supported: bool | None = None  # grounded >= verify.supported_threshold
+    answer_threshold: float | None = None  # the bar on P(right) when relevance was asked
+
+    @property
+    def label(self) -> str:
+        """What a user reads: "grounded 0.97 · answers the question 0.41"."""
+        g = self.score if self.grounded is None else self.grounded
+        text = f"grounded {g:.2f}"
+        return text if self.relevance is None else f"{text} · answers the question {self.relevance:.2f}"
 
     def to_dict(self, chunks: list[str] | None = None) -> dict:
         rows = []
@@ -83,7 +108,11 @@ class Verdict:
             rows.append(row)
         return {"score": round(self.score, 4), "accepted": self.accepted,
                 "threshold": self.threshold, "aggregate": self.aggregate,
-                "abstained": self.abstained, "sentences": rows}
+                "abstained": self.abstained, "answer_threshold": self.answer_threshold,
+                "grounded": None if self.grounded is None else round(self.grounded, 4),
+                "relevance": None if self.relevance is None else round(self.relevance, 4),
+                "signals": {k: round(v, 4) for k, v in self.signals.items()},
+                "supported": self.supported, "sentences": rows}
 
 
 def aggregate(scores: list[float], how: str = "min") -> float:
@@ -117,7 +146,9 @@ def _text(chunk) -> str:
 class Verifier:
     def __init__(self, settings, scorer=None, aggregate: str = "min",
                  threshold: float | None = None, batch_size: int = 32,
-                 per_sentence: int | None = None, evidence_words: int | None = None):
+                 per_sentence: int | None = None, evidence_words: int | None = None,
+                 head: bool = True, acceptance: str = "builtin", reranker=None,
+                 supported_threshold: float | None = None, answer_threshold: float | None = None):
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got '{aggregate}'")
         self.settings = settings
@@ -128,20 +159,35 @@ class Verifier:
         self.per_sentence = per_sentence
         self.evidence_words = (settings.verify.evidence_words if evidence_words is None
                                else evidence_words)
+        self.use_head = head  # the model folder's head.json, when it has one
+        self.acceptance = acceptance  # "builtin" | "off" | a path (``acceptance.resolve``)
+        self.reranker = reranker  # scores (question, draft) for relevance; None: not used
+        self.supported_threshold = (settings.verify.supported_threshold if supported_threshold
+                                    is None else supported_threshold)
+        self.answer_threshold = (settings.verify.answer_threshold if answer_threshold is None
+                                 else answer_threshold)
+        self.head: GroundingHead | None = None
+        self.acceptance_model = None
+        self._warm = False
 
     @classmethod
-    def from_settings(cls, settings, scorer=None) -> "Verifier":
+    def from_settings(cls, settings, scorer=None, reranker=None) -> "Verifier":
         """The verifier exactly as serving uses it: every ``verify.*`` setting applied.
         Calibration and the benchmarks build theirs here too, so a threshold is chosen
         on the scores that serving will compute."""
         v = settings.verify
         return cls(settings, scorer=scorer, aggregate=v.aggregate, threshold=v.threshold,
-                   per_sentence=v.per_sentence or None, evidence_words=v.evidence_words)
+                   per_sentence=v.per_sentence or None, evidence_words=v.evidence_words,
+                   head=v.head, acceptance=v.acceptance, reranker=reranker,
+                   supported_threshold=v.supported_threshold,
+                   answer_threshold=v.answer_threshold)
 
-    def with_threshold(self, threshold: float) -> "Verifier":
-        """The same verifier (the same loaded model) accepting at another threshold."""
+    def with_threshold(self, threshold: float, answer_threshold: float | None = None) -> "Verifier":
+        """The same verifier (the same loaded model) accepting at other thresholds."""
         out = copy.copy(self)
         out.threshold = float(threshold)
+        if answer_threshold is not None:
+            out.answer_threshold = float(answer_threshold)
         return out
 
     def warm_up(self) -> "Verifier":
@@ -151,15 +197,24 @@ class Verifier:
             self.scorer = CrossEncoder(self.settings, "verifier", batch_size=self.batch_size)
         if hasattr(self.scorer, "warm_up"):
             self.scorer.warm_up()
+        if not self._warm:
+            model_dir = getattr(self.scorer, "model_dir", None)
+            self.head = GroundingHead.load(model_dir) if self.use_head else None
+            self.acceptance_model = acceptance_models.resolve(self.acceptance, model_dir)
+            if self.acceptance_model is not None and hasattr(self.reranker, "warm_up"):
+                self.reranker.warm_up()
+            self._warm = True
         return self
 
-    def verify(self, draft: str, chunks: list) -> Verdict:
-        """Score ``draft`` against ``chunks`` (strings, ``Chunk`` or ``Hit``)."""
+    def verify(self, draft: str, chunks: list, question: str | None = None) -> Verdict:
+        """Score ``draft`` against ``chunks`` (strings, ``Chunk`` or ``Hit``); with the
+        ``question``, also whether the draft answers it (when an acceptance model is set)."""
         self.warm_up()
         texts = [_text(c) for c in chunks]
         sents = claims(draft)
         if not sents:
-            return Verdict(0.0, False, self.threshold, (), self.aggregate)
+            return Verdict(0.0, False, self.threshold, (), self.aggregate, grounded=0.0,
+                           supported=False)
         checked = [i for i, s in enumerate(sents) if not is_abstention(s)]
         # -1 marks chunks a sentence was not scored against (prefiltered out)
         matrix = np.full((len(checked), len(texts)), -1.0, dtype=np.float32)
@@ -171,6 +226,9 @@ class Verifier:
             pairs = [(texts[j], sents[checked[r]]) for r, j in cells]
             cut = [(select(t, h, self.evidence_words), h) for t, h in pairs]
             scores = np.asarray(self.scorer.predict(cut), dtype=np.float32)
+            if self.head is not None:  # names, numbers and dates the chunk lacks pull it down
+                gone = [missing(h, t) for t, h in pairs]
+                scores = self.head.apply(scores, gone)
             for (r, j), sc in zip(cells, scores):
                 matrix[r, j] = sc
             # a sentence the draft copied whole from a chunk is supported by that chunk
@@ -193,6 +251,26 @@ class Verifier:
                 best = int(np.argmax(r))
                 rows.append(SentenceVerdict(sent, float(r[best]), best))
         if not checked:
-            return Verdict(1.0, True, self.threshold, tuple(rows), self.aggregate, abstained=True)
-        score = aggregate([rows[i].score for i in checked], self.aggregate)
-        return Verdict(score, score >= self.threshold, self.threshold, tuple(rows), self.aggregate)
+            return Verdict(1.0, True, self.threshold, tuple(rows), self.aggregate, abstained=True,
+                           grounded=1.0, supported=True)
+        grounded = aggregate([rows[i].score for i in checked], self.aggregate)
+        accepted = grounded >= self.threshold
+        relevance, signals, score, bar = None, {}, grounded, None
+        if question and self.acceptance_model is not None:
+            signals = self.signals(question, draft, texts, rows)
+            relevance = self.acceptance_model.relevance(signals)
+            score = self.acceptance_model.combine(grounded, relevance)
+            bar = self.answer_threshold
+            accepted = accepted and score >= bar
+        return Verdict(score, accepted, self.threshold, tuple(rows), self.aggregate,
+                       grounded=grounded, relevance=relevance, signals=signals,
+                       supported=grounded >= self.supported_threshold, answer_threshold=bar)
+
+    def signals(self, question: str, draft: str, texts: list[str], rows) -> dict[str, float]:
+        """The relevance signals of ``draft`` for ``question``; the evidence is the chunks
+        its sentences are best supported by (``rows``: the verdict's sentences)."""
+        evidence = list(dict.fromkeys(texts[r.best_chunk] for r in rows
+                                      if not r.abstention and r.best_chunk is not None))
+        rerank = (float(self.reranker.predict([(question, draft)])[0])
+                  if self.reranker is not None else None)
+        return relevance_features(question, draft, evidence, rerank)

@@ -3,6 +3,7 @@
 The UI, CLI and benchmark only render these records. ``StageEvent.kind`` is one of
 ``KINDS``, in this order for a single question (stages a policy skips are absent):
 retrieved, draft_token*, draft_done, verdict, rerank_done, heavy_token*, heavy_done,
+heavy_verdict (the heavy answer checked against its chunks, ``verify.check_heavy``),
 final; ``draft_failed`` (its ``text`` says why) takes the place of draft_done and verdict
 when the draft's generation fails and the heavy tier answers instead. ``t_ms`` is
 milliseconds since the question arrived.
@@ -19,7 +20,7 @@ from specrag.grounding.verifier import Verdict
 from specrag.types import Chunk, Hit
 
 KINDS = ("retrieved", "draft_token", "draft_done", "draft_failed", "verdict", "rerank_done",
-         "heavy_token", "heavy_done", "final")
+         "heavy_token", "heavy_done", "heavy_verdict", "final")
 POLICIES = ("lazy", "eager", "draft-only", "heavy-only")
 
 
@@ -63,6 +64,32 @@ class Answer:
     heavy_only_cost_usd: float = 0.0
     heavy_cancelled: bool = False
     draft_error: str = ""  # why the draft failed, when it did (the heavy tier answered)
+    heavy_verdict: Verdict | None = None  # the heavy answer against the chunks it was given
+
+    @property
+    def shown_verdict(self) -> Verdict | None:
+        """The verdict of the text the user is shown (the draft's or the heavy answer's)."""
+        return self.heavy_verdict if self.tier == "heavy" else self.verdict
+
+    @property
+    def supported(self) -> bool | None:
+        """Is the shown answer supported by the documents? None: it was not checked."""
+        v = self.shown_verdict
+        return None if v is None or v.abstained else v.supported
+
+    @property
+    def support_note(self) -> str:
+        """What the user reads under a heavy answer the documents do not back."""
+        v = self.shown_verdict
+        if self.tier != "heavy" or v is None or v.abstained:
+            return ""
+        g = v.grounded if v.grounded is not None else v.score
+        if not v.supported:
+            return f"not supported by the documents (grounded {g:.2f})"
+        d = self.verdict
+        if d is not None and not d.abstained and d.grounded is not None and d.grounded > g:
+            return f"less supported than the draft (grounded {g:.2f} vs {d.grounded:.2f})"
+        return ""
 
     @property
     def accepted(self) -> bool:
@@ -79,6 +106,9 @@ class Answer:
             "verdict": self.verdict.to_dict([c.text for c in self.verify_chunks])
             if self.verdict else None,
             "heavy": self.heavy.text if self.heavy else None,
+            "heavy_verdict": self.heavy_verdict.to_dict([c.text for c in self.heavy.chunks])
+            if self.heavy_verdict and self.heavy else None,
+            "supported": self.supported, "support_note": self.support_note or None,
             "citations": [c.__dict__ for c in self.citations],
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
             "usage": [usage(u) for u in self.usage], "cost_usd": self.cost_usd,

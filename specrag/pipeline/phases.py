@@ -45,6 +45,7 @@ class QuestionRun:
         self._heavy_queue: asyncio.Queue | None = None
         self._heavy_first_at: float | None = None  # eager: when the model's first token came
         self.heavy_cancelled = False
+        self.heavy_verdict = None
         self.draft_error = ""
 
     # -- draft and verify ------------------------------------------------------------
@@ -60,7 +61,7 @@ class QuestionRun:
         verify_hits = self.hits[:self.s.retrieval.verify_k]
         with self.e.tracer.stage("verify", **{"specrag.chunks": len(verify_hits)}) as span:
             self.verdict = v = await asyncio.to_thread(self.e.verifier.verify, self.draft.text,
-                                                       list(verify_hits))
+                                                       list(verify_hits), self.question)
             span.set_attributes({"specrag.verdict.score": float(v.score),
                                  "specrag.verdict.accepted": bool(v.accepted),
                                  "specrag.verdict.threshold": float(v.threshold),
@@ -150,7 +151,21 @@ class QuestionRun:
         async for ev in self._generate("heavy", items, start, chunks,
                                        lambda: self._heavy_first_at):
             yield ev
+        if self.s.verify.check_heavy and self.heavy.text:
+            yield await self._verify_heavy(chunks)
         yield self.final(self.heavy.text, "heavy")
+
+    async def _verify_heavy(self, chunks) -> StageEvent:
+        """The heavy answer checked like the draft, against the chunks it was given: a
+        shown answer always carries its verdict (a large model also invents figures)."""
+        start = self.clock()
+        with self.e.tracer.stage("verify_heavy", **{"specrag.chunks": len(chunks)}) as span:
+            self.heavy_verdict = v = await asyncio.to_thread(
+                self.e.verifier.verify, self.heavy.text, list(chunks), self.question)
+            span.set_attributes({"specrag.verdict.score": float(v.score),
+                                 "specrag.verdict.grounded": float(v.grounded or 0.0)})
+        self.timings["verify_heavy"] = self.clock() - start
+        return StageEvent("heavy_verdict", self.clock(), verdict=v)
 
     async def _generate(self, stage: str, items, start: float, chunks, first_at=None):
         """A tier's stream as ``{stage}_token`` events, then ``{stage}_done`` with its
@@ -186,7 +201,8 @@ class QuestionRun:
         spent = sum(costs.cost(u, prices) for u in self.usage if u)
         answer = Answer(
             question=self.question, text=text, tier=tier, policy=self.policy, draft=self.draft,
-            verdict=self.verdict, heavy=self.heavy, citations=citations, hits=self.hits,
+            verdict=self.verdict, heavy=self.heavy, heavy_verdict=self.heavy_verdict,
+            citations=citations, hits=self.hits,
             verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
             usage=tuple(u for u in self.usage if u), cost_usd=spent,
             heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled,

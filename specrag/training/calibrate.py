@@ -78,12 +78,17 @@ def settings_file(config: str | None, settings: Settings) -> Path:
 
 
 def write_threshold(path: Path, threshold: float) -> None:
+    write_values(path, {"threshold": float(threshold)})
+
+
+def write_values(path: Path, values: dict) -> None:
+    """Set ``verify.<key>`` for each of ``values`` in a settings YAML file, keeping the rest."""
     data = {}
     if path.exists():
         data = yaml.safe_load(path.read_text()) or {}
         if not isinstance(data, dict):
             raise ValueError(f"{path}: settings file must be a mapping")
-    data.setdefault("verify", {})["threshold"] = float(threshold)
+    data.setdefault("verify", {}).update(values)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(yaml.safe_dump(data, sort_keys=False))

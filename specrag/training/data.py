@@ -44,6 +44,9 @@ ARTICLE_WORDS = 180
 SUMMARY_WORDS = 45
 WINDOW_WORDS = 130  # synthetic premises: about one chunk
 SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
+# hard sets built from real passages (``training.counterfactual``); counterfactual-vitc is
+# never trained on (a held-out set unlike the training data)
+HARD = ("counterfactual", "counterfactual-vitc", "paraphrase", "noisy")
 NLI_CHECKS = {"rte": ("glue/rte/validation", "sentence1", "sentence2"),
               "cb": ("super_glue/cb/validation", "premise", "hypothesis")}
 
@@ -227,11 +230,20 @@ def nli_checks(settings: Settings) -> list[Pair]:
 
 
 def verifier_pairs(settings: Settings, seed: int = 0, sources: tuple[str, ...] = SOURCES) -> list[Pair]:
-    """All pairs of the chosen sources, every split."""
+    """All pairs of the chosen sources, every split; the hard sets of
+    ``training.counterfactual`` (``HARD``) are sources too."""
+    from specrag.training import counterfactual
+
     readers = {"vitaminc": lambda: vitaminc(settings), "halueval-qa": lambda: halueval_qa(settings),
                "halueval-sum": lambda: halueval_sum(settings),
                "synthetic": lambda: synthetic(settings, seed)}
-    return [p for name in sources for p in readers[name]()]
+    out = [p for name in sources if name in readers for p in readers[name]()]
+    if hard := tuple(n for n in sources if n in counterfactual.SETS):
+        out += counterfactual.hard_pairs(settings, seed, hard)
+    unknown = [n for n in sources if n not in readers and n not in counterfactual.SETS]
+    if unknown:
+        raise ValueError(f"unknown verifier sources {unknown}")
+    return out
 
 
 def sample(pairs: list[Pair], split: str, per_source: dict[str, int], seed: int = 0) -> list[Pair]:

@@ -2,11 +2,11 @@
 
 ``Turn(question)`` collects the ``StageEvent``s of one question (``turn.apply(event)``)
 and ``render_turn(turn)`` draws it as it stands: the draft streams marked "draft ·
-verifying"; the verdict adds the entailment score against the threshold and one row per
-draft sentence, coloured supported / unsupported, whose supporting chunk shows on hover
+verifying"; the verdict adds the grounding score against its threshold, whether the
+draft answers the question (when the acceptance model is on) and one row per draft sentence, coloured supported / unsupported, whose supporting chunk shows on hover
 (``title``) and on expand (``<details>``); an accepted draft is marked accepted; on
 rejection the heavy answer streams in a second column beside the draft and is marked as
-the answer. Citations (source, page, chunk text) and a timing/cost line come with the
+the answer, with its own verdict (supported by the documents, or not). Citations (source, page, chunk text) and a timing/cost line come with the
 ``final`` event. Every document or answer text goes through ``html.escape``: documents
 may contain markup, and none of it may reach the page as markup.
 
@@ -29,6 +29,7 @@ class Turn:
     heavy: str = ""
     hits: tuple = ()
     verdict: object = None
+    heavy_verdict: object = None  # the heavy answer checked against its chunks
     escalated: bool = False  # rerank_done seen: the heavy tier is answering
     draft_model: str = ""
     heavy_model: str = ""
@@ -60,9 +61,12 @@ class Turn:
         elif ev.kind == "heavy_done":
             self.heavy = ev.heavy.text
             self.heavy_model = getattr(ev.heavy.usage, "model", "") if ev.heavy.usage else ""
+        elif ev.kind == "heavy_verdict":
+            self.heavy_verdict = ev.verdict
         elif ev.kind == "final":
             self.answer = ev.answer
             self.verdict = ev.answer.verdict or self.verdict
+            self.heavy_verdict = ev.answer.heavy_verdict or self.heavy_verdict
         return self
 
     @property
@@ -110,12 +114,18 @@ def verdict_html(turn: Turn) -> str:
                 "checking each sentence against the documents…</div>") \
             if turn.stage == "verifying" else ""
     chunks = _verify_chunks(turn)
-    pct = max(0.0, min(1.0, float(v.score))) * 100
+    grounded = float(v.score if getattr(v, "grounded", None) is None else v.grounded)
+    pct = max(0.0, min(1.0, grounded)) * 100
     mark = max(0.0, min(1.0, float(v.threshold))) * 100
     ok = "pass" if v.accepted else "fail"
-    head = (f'<div class="sr-score-line"><span class="sr-score sr-{ok}">{v.score:.2f}</span> '
-            f'entailment <span class="sr-vs">{"≥" if v.accepted else "<"}</span> '
-            f'threshold <span class="sr-threshold">{v.threshold:.2f}</span>'
+    g_ok = grounded >= v.threshold
+    relevance = getattr(v, "relevance", None)
+    answers = "" if relevance is None else (
+        f' · <span class="sr-relevance sr-{"pass" if v.score >= (v.answer_threshold or 0) else "fail"}">'
+        f"answers the question {relevance:.2f}</span>")
+    head = (f'<div class="sr-score-line"><span class="sr-score sr-{ok}">grounded {grounded:.2f}</span> '
+            f'<span class="sr-vs">{"≥" if g_ok else "<"}</span> '
+            f'<span class="sr-threshold">{v.threshold:.2f}</span>{answers}'
             f'<span class="sr-agg"> · {escape(str(v.aggregate))} over '
             f'{len(v.sentences)} sentence{"s" * (len(v.sentences) != 1)}</span></div>'
             f'<div class="sr-meter" aria-hidden="true"><span class="sr-{ok}" '
@@ -142,6 +152,19 @@ def verdict_html(turn: Turn) -> str:
                     f'{escape(s.sentence)}</summary><div class="sr-support">{support}</div>'
                     f"</details></li>")
     return f'<div class="sr-verdict">{head}<ol class="sr-sentences">{"".join(rows)}</ol></div>'
+
+
+def heavy_support_html(turn: Turn) -> str:
+    """Under the heavy answer: is it supported by the documents (the engine's verdict)?"""
+    v = turn.heavy_verdict
+    if v is None or getattr(v, "abstained", False):
+        return ""
+    note = turn.answer.support_note if turn.answer is not None else ""
+    grounded = float(v.score if v.grounded is None else v.grounded)
+    if note:
+        return f'<div class="sr-support-note sr-fail">⚠ {escape(note)}</div>'
+    return (f'<div class="sr-support-note sr-pass">supported by the documents '
+            f"(grounded {grounded:.2f})</div>")
 
 
 def _draft_badge(turn: Turn) -> tuple[str, str]:
@@ -222,7 +245,7 @@ def render_turn(turn: Turn) -> str:
             "reranking passages for the heavy model…</span>")
         label = "heavy · answer" if done else "heavy · writing"
         cards.append(_card("heavy", label, "heavy", turn.heavy_model, body,
-                           not done and bool(turn.heavy), done))
+                           not done and bool(turn.heavy), done, heavy_support_html(turn)))
     if stage == "empty" and not cards:
         cards.append(_card("draft", "no passages", "rejected", "", _text(turn.answer.text),
                            False, True))

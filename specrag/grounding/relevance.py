@@ -1,0 +1,89 @@
+"""Does a draft answer the question it was asked? Cheap signals, no generation.
+
+``relevance_features(question, draft, evidence, rerank=None)`` returns the signals,
+each in [0, 1] (see ``FEATURES``):
+
+- ``type_match``: the question asks for a kind of value (``when``/``what year`` a year
+  or date, ``how many``/``how much`` a number, ``who`` a name, ``where`` a place) and the
+  draft states one that the question does not already hold; 1.0 when the question asks
+  for no particular kind.
+- ``novel``: the share of the draft's content words that are not the question's: a
+  draft that restates the question ("Alex plays Alex") tells the user nothing.
+- ``new_span``: the draft names a number, date or name the question does not.
+- ``q_evidence``: how much of the question the chunks that support the draft talk
+  about: a sentence copied from a passage about something else is grounded but does
+  not answer.
+- ``rerank``: the reranker's P(relevant) for (question, draft) when a reranker is
+  given (it is already loaded for the heavy path), else 0.5.
+
+``Relevance.score`` combines them with a logistic regression fitted on end-to-end rows
+labelled *the accepted draft was correct* (``specrag calibrate --e2e``); the
+``acceptance`` model then joins it with the grounding score.
+
+Deliberately not here: grounding (``verifier``/``head``) and any LLM judge (the
+check must cost milliseconds, not a second generation).
+"""
+
+from __future__ import annotations
+
+import re
+
+from specrag.grounding.spans import key_spans, numbers
+from specrag.grounding.text import WORD, content_words
+
+FEATURES = ("type_match", "novel", "new_span", "q_evidence", "rerank")
+_ASKS = (("year", re.compile(r"\b(when|what year|which year|what date|in what year|how long ago|"
+                              r"what decade|what century)\b", re.I)),
+         ("number", re.compile(r"\b(how many|how much|how old|how long|how far|how tall|how big|"
+                                r"what percentage|what number|how large|what is the population)\b", re.I)),
+         ("name", re.compile(r"\b(who|whom|whose|which (?:person|man|woman|actor|actress|artist|"
+                              r"author|band|company|team|city|country))\b", re.I)),
+         ("place", re.compile(r"\bwhere\b", re.I)))
+_DATE_WORDS = re.compile(r"\b(january|february|march|april|may|june|july|august|september|"
+                         r"october|november|december|century|decade|\d{3,4}s?)\b", re.I)
+
+
+def asked_type(question: str) -> str | None:
+    for kind, pattern in _ASKS:
+        if pattern.search(question):
+            return kind
+    return None
+
+
+def type_match(question: str, draft: str) -> float:
+    kind = asked_type(question)
+    if kind is None:
+        return 1.0
+    if kind == "year":  # a date word or year the question does not already hold
+        q = {m.lower() for m in _DATE_WORDS.findall(question)}
+        return float(any(m.lower() not in q for m in _DATE_WORDS.findall(draft)))
+    if kind == "number":
+        return float(bool(numbers(draft) - numbers(question)))
+    q = question.lower()
+    names = [s for k, s in key_spans(draft) if k == "name" and s.lower() not in q]
+    return float(bool(names))
+
+
+def novel(question: str, draft: str) -> float:
+    d = content_words(draft)
+    return len(d - content_words(question)) / len(d) if d else 0.0
+
+
+def new_span(question: str, draft: str) -> float:
+    q = question.lower()
+    return float(any(s.lower() not in q for _, s in key_spans(draft)))
+
+
+def q_evidence(question: str, evidence: list[str]) -> float:
+    q = content_words(question)
+    if not q or not evidence:
+        return 0.0
+    words = set(WORD.findall(" ".join(evidence).lower()))
+    return len(q & words) / len(q)
+
+
+def relevance_features(question: str, draft: str, evidence: list[str],
+                       rerank: float | None = None) -> dict[str, float]:
+    return {"type_match": type_match(question, draft), "novel": novel(question, draft),
+            "new_span": new_span(question, draft), "q_evidence": q_evidence(question, evidence),
+            "rerank": 0.5 if rerank is None else float(rerank)}
