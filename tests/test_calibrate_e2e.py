@@ -44,12 +44,15 @@ def test_choose_takes_the_pair_that_accepts_most_at_the_target():
     r = choose(g, p, y, 1.0, min_accepted=2)
     assert r["target_met"] and r["accepted"] == 3 and r["precision"] == 1.0
     assert r["threshold"] > 0.3 and 0.3 < r["answer_threshold"] <= 0.7
+    fixed = choose(g, p, y, 1.0, min_accepted=2, grounding=0.95)  # the pair-calibrated gate kept
+    assert fixed["threshold"] == 0.95 and fixed["accepted"] == 2 and fixed["precision"] == 0.5
+    assert not fixed["target_met"]
 
 
 def test_calibrate_e2e_fits_relevance_and_beats_grounding_alone(tmp_path):
     settings = make_settings(tmp_path, **{"verify.acceptance": "off"})
     verifier = Verifier(settings, scorer=WordScorer(), acceptance="off")
-    r = calibrate_e2e([_run(tmp_path)], settings, 0.9, verifier=verifier)
+    r = calibrate_e2e([_run(tmp_path)], settings, 0.9, verifier=verifier, both=True)
     test = r["per_split"]["test"]
     # a grounded sentence that does not answer "when" is what grounding alone lets through
     assert r["target_met"] and test["precision"] >= 0.9 and test["acceptance"] > 0.2

@@ -68,7 +68,8 @@ def test_train_verifier_writes_a_model_that_verify_loads(tmp_path, trained_verif
     stats = report["train_stats"]
     assert stats["steps"] >= 1 and stats["pairs"] >= 4 * 8  # at least 8 pairs per source
     assert 0 < stats["final_loss_ema"] < 5
-    assert set(report["train_pairs"]) == {"vitaminc", "halueval-qa", "synthetic", "halueval-sum"}
+    assert set(report["train_pairs"]) == {"vitaminc", "halueval-qa", "synthetic", "halueval-sum",
+                                          "counterfactual", "paraphrase", "noisy"}
     assert report["train_config"]["seed"] == 0 and "bigbench" in report["data"]
     for name in ("model-int8.onnx", "tokenizer.json", "specrag.json", "README.md"):
         assert (out / name).is_file(), name
@@ -92,6 +93,16 @@ def test_train_verifier_writes_a_model_that_verify_loads(tmp_path, trained_verif
                                     env={"SPECRAG_MODELS__VERIFIER": str(out)})).stdout)
     assert 0 <= verdict["score"] <= 1 and len(verdict["sentences"]) == 1
     assert verdict["sentences"][0]["best_chunk"] == 0
+
+    # its calibrated head, fitted on dev pairs beside it, is what the verifier then applies
+    head = json.loads(ok(specrag(tmp_path / "data", "train", "head", "--out", str(out),
+                                 "--scale", "0.05", "--json")).stdout)
+    assert head["features"] == ["logit", "missing", "any_missing"] and (out / "head.json").is_file()
+    assert "counterfactual-vitc" not in head["fitted_on"] and "counterfactual 20" in head["fitted_on"]
+    world = json.loads(ok(specrag(tmp_path / "data", "verify", "--context", str(context),
+                                  "--answer", "Employees get 25 days of leave.", "--json",
+                                  env={"SPECRAG_MODELS__VERIFIER": str(out)})).stdout)
+    assert world["score"] != verdict["score"]  # the head rescored the same pair
 
 
 # --------------------------------------------------------------------------- calibrate

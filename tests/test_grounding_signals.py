@@ -70,8 +70,13 @@ def test_relevance_signals():
     assert novel("Who plays Alex?", "Sam Reid plays Alex.") == 0.5
     assert q_evidence("Who designed the tower?", [PASSAGE]) == 1.0
     assert q_evidence("Who painted the bridge?", [PASSAGE]) == 0.0
-    f = relevance_features("Who designed the tower?", "Karl Brenner.", [PASSAGE], rerank=0.8)
-    assert f["rerank"] == 0.8 and f["new_span"] == 1.0
+    other = "The bridge at Olten was designed by Maria Ostwald."
+    # the draft's answer is in the chunk most about the question, or only elsewhere
+    f = relevance_features("Who designed the tower?", "Karl Brenner.", [PASSAGE], [PASSAGE, other])
+    assert f["answer_in_focus"] == 1.0 and f["q_evidence"] == 1.0
+    f = relevance_features("Who designed the tower?", "Maria Ostwald.", [other], [PASSAGE, other])
+    assert f["answer_in_focus"] == 0.0
+    assert relevance_features("Who designed it?", "It was designed.", [PASSAGE])["answer_in_focus"] == 0.5
 
 
 def _rows(n=200, seed=0):
@@ -82,8 +87,8 @@ def _rows(n=200, seed=0):
         answers = right or rng.random() < 0.3
         grounded.append(float(rng.uniform(0.7, 1.0) if right or rng.random() < 0.5 else rng.uniform(0, 0.5)))
         feats.append({"type_match": float(answers), "novel": float(rng.uniform(0.5, 1) if answers else 0.1),
-                      "new_span": float(answers), "q_evidence": float(rng.uniform(0.3, 1)),
-                      "rerank": float(rng.uniform(0.5, 1) if answers else rng.uniform(0, 0.5))})
+                      "q_evidence": float(rng.uniform(0.3, 1)),
+                      "answer_in_focus": float(rng.uniform(0.5, 1) if answers else rng.uniform(0, 0.5))})
         y.append(float(right))
     return grounded, feats, y
 
@@ -96,8 +101,8 @@ def test_acceptance_model_fits_combines_and_resolves(tmp_path):
     y = np.array(y) > 0.5
     # grounding alone cannot tell a grounded non-answer from a right draft; with relevance it can
     assert ((p >= 0.5) == y).mean() > ((alone >= 0.85) == y).mean()
-    assert m.relevance({**feats[0], "type_match": 1.0, "novel": 0.9, "rerank": 0.9}) > \
-        m.relevance({**feats[0], "type_match": 0.0, "novel": 0.0, "rerank": 0.1})
+    assert m.relevance({**feats[0], "type_match": 1.0, "novel": 0.9, "answer_in_focus": 0.9}) > \
+        m.relevance({**feats[0], "type_match": 0.0, "novel": 0.0, "answer_in_focus": 0.1})
     path = m.save(tmp_path / "acceptance.json")
     assert AcceptanceModel.load(path) == m
     assert resolve("off", tmp_path) is None

@@ -87,3 +87,35 @@ def test_tiny_training_run_end_to_end(settings, tmp_path):
     assert (out / "model-int8.onnx").exists() and (out / "README.md").exists()
     scores = CrossEncoder(settings, "verifier", model=str(out)).predict([("a b c", "a b")])
     assert scores.shape == (1,) and 0 <= scores[0] <= 1
+
+
+@pytest.mark.slow
+def test_a_shipped_int8_verifier_is_recovered_for_further_training(settings, tmp_path):
+    import numpy as np
+    import torch
+
+    from specrag import sources
+    from specrag.grounding.crossencoder import CrossEncoder
+    from specrag.training import run
+    from specrag.training.from_onnx import load_scorer
+    from specrag.training.sources import work_dir
+
+    shipped = sources.resolve("verifier", settings)
+    model, tok = load_scorer(shipped, sources.resolve("embedder", settings))
+    pairs = [("The tower was designed by Karl Brenner in 1889.", "Karl Brenner designed the tower."),
+             ("The tower was designed by Karl Brenner in 1889.", "Gustave Eiffel designed it."),
+             ("Employees receive 25 days of paid leave.", "Staff get 25 days of leave.")]
+    enc = tok([a for a, _ in pairs], [b for _, b in pairs], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        recovered = torch.sigmoid(model.eval()(**enc).squeeze(-1)).numpy()
+    int8 = CrossEncoder(settings, "verifier").predict(pairs)
+    assert np.abs(recovered - int8).max() < 0.05  # dequantized weights: the same model
+    # and a continued run starts from it: its first loss is the trained model's, not ln 2
+    out = run.train_verifier(settings, out=tmp_path / "continued", scale=0.003, progress=False,
+                             evaluate=False, init=shipped)
+    shutil.rmtree(work_dir(settings, "verifier", out), ignore_errors=True)
+    meta = json.loads((out / "specrag.json").read_text())
+    assert meta["init"]["sha256"] == sources.sha256_file(shipped / "model-int8.onnx")
+    assert meta["train_config"]["lr"] == run.CONTINUE_CONFIG["lr"] and meta["curriculum_pairs"] == {
+        "synthetic": 0, "halueval-qa": 0}
+    assert meta["train_stats"]["final_loss_ema"] < 0.6  # a cold start sits at ln 2 = 0.69

@@ -25,6 +25,8 @@ def add_parsers(sub) -> None:
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--scale", type=float, default=1.0, help="fraction of the default data size")
     tr.add_argument("--no-eval", action="store_true", help="skip the evaluation for the model card")
+    tr.add_argument("--init", help="verifier: continue training this model folder (e.g. the "
+                                   "shipped specrag/models/verifier) on the hard sets")
     tr.add_argument("--json", action="store_true")
     tr.set_defaults(func=cmd_train)
 
@@ -51,6 +53,8 @@ def add_parsers(sub) -> None:
     ca.add_argument("--e2e", nargs="+", metavar="RUN_DIR",
                     help="calibrate on `bench e2e` runs (accepted draft right?), not pair labels: "
                          "fits acceptance.json and both thresholds (default target 0.90)")
+    ca.add_argument("--both", action="store_true",
+                    help="with --e2e: choose verify.threshold (grounding) too, not only the answer threshold")
     ca.add_argument("--target-precision", type=float, default=None,
                     help="default 0.95 on pair labels, 0.90 with --e2e")
     ca.add_argument("--n", type=int, default=400, help="held-out drafts per source")
@@ -90,13 +94,15 @@ def cmd_train(args, settings) -> int:
     from specrag.training import run
 
     if args.model == "head":
-        out = run.train_head(settings, out=Path(args.out) if args.out else None, seed=args.seed)
+        out = run.train_head(settings, out=Path(args.out) if args.out else None, seed=args.seed,
+                             n_per_source=max(10, int(400 * args.scale)))
         head = json.loads((out / "head.json").read_text())
         print(json.dumps(head, indent=2) if args.json else f"head written to {out / 'head.json'}: {head}")
         return 0
     fn = run.train_verifier if args.model == "verifier" else run.train_reranker
+    extra = {"init": Path(args.init)} if args.init and args.model == "verifier" else {}
     out = fn(settings, out=Path(args.out) if args.out else None, scale=args.scale, seed=args.seed,
-             progress=_progress(args) or not args.json, evaluate=not args.no_eval)
+             progress=_progress(args) or not args.json, evaluate=not args.no_eval, **extra)
     meta = json.loads((out / "specrag.json").read_text())
     print(json.dumps({"out": str(out), **meta}, indent=2) if args.json
           else f"{args.model} written to {out} ({meta['train_stats']})")
@@ -180,12 +186,13 @@ def _calibrate_e2e(args, settings) -> int:
     from specrag.training.calibrate import settings_file, write_values
     from specrag.training.calibrate_e2e import calibrate_e2e
 
-    r = calibrate_e2e(args.e2e, settings, args.target_precision or 0.90, progress=_progress(args))
+    r = calibrate_e2e(args.e2e, settings, args.target_precision or 0.90, progress=_progress(args),
+                      both=args.both)
     path = settings_file(args.config, settings)
     model_path = path.parent / "acceptance.json"
     if not args.dry_run:
         r["model"].save(model_path)
-        write_values(path, {"threshold": round(r["threshold"], 4),
+        write_values(path, {**({"threshold": round(r["threshold"], 4)} if args.both else {}),
                             "answer_threshold": round(r["answer_threshold"], 4),
                             "acceptance": str(model_path)})
     r["written_to"] = None if args.dry_run else str(path)

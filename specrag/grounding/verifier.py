@@ -147,7 +147,7 @@ class Verifier:
     def __init__(self, settings, scorer=None, aggregate: str = "min",
                  threshold: float | None = None, batch_size: int = 32,
                  per_sentence: int | None = None, evidence_words: int | None = None,
-                 head: bool = True, acceptance: str = "builtin", reranker=None,
+                 head: bool = True, acceptance: str = "builtin",
                  supported_threshold: float | None = None, answer_threshold: float | None = None):
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got '{aggregate}'")
@@ -161,7 +161,6 @@ class Verifier:
                                else evidence_words)
         self.use_head = head  # the model folder's head.json, when it has one
         self.acceptance = acceptance  # "builtin" | "off" | a path (``acceptance.resolve``)
-        self.reranker = reranker  # scores (question, draft) for relevance; None: not used
         self.supported_threshold = (settings.verify.supported_threshold if supported_threshold
                                     is None else supported_threshold)
         self.answer_threshold = (settings.verify.answer_threshold if answer_threshold is None
@@ -171,14 +170,14 @@ class Verifier:
         self._warm = False
 
     @classmethod
-    def from_settings(cls, settings, scorer=None, reranker=None) -> "Verifier":
+    def from_settings(cls, settings, scorer=None) -> "Verifier":
         """The verifier exactly as serving uses it: every ``verify.*`` setting applied.
         Calibration and the benchmarks build theirs here too, so a threshold is chosen
         on the scores that serving will compute."""
         v = settings.verify
         return cls(settings, scorer=scorer, aggregate=v.aggregate, threshold=v.threshold,
                    per_sentence=v.per_sentence or None, evidence_words=v.evidence_words,
-                   head=v.head, acceptance=v.acceptance, reranker=reranker,
+                   head=v.head, acceptance=v.acceptance,
                    supported_threshold=v.supported_threshold,
                    answer_threshold=v.answer_threshold)
 
@@ -201,8 +200,6 @@ class Verifier:
             model_dir = getattr(self.scorer, "model_dir", None)
             self.head = GroundingHead.load(model_dir) if self.use_head else None
             self.acceptance_model = acceptance_models.resolve(self.acceptance, model_dir)
-            if self.acceptance_model is not None and hasattr(self.reranker, "warm_up"):
-                self.reranker.warm_up()
             self._warm = True
         return self
 
@@ -271,6 +268,4 @@ class Verifier:
         its sentences are best supported by (``rows``: the verdict's sentences)."""
         evidence = list(dict.fromkeys(texts[r.best_chunk] for r in rows
                                       if not r.abstention and r.best_chunk is not None))
-        rerank = (float(self.reranker.predict([(question, draft)])[0])
-                  if self.reranker is not None else None)
-        return relevance_features(question, draft, evidence, rerank)
+        return relevance_features(question, draft, evidence, texts)

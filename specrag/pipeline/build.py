@@ -25,16 +25,10 @@ from __future__ import annotations
 from specrag.settings import Settings
 
 
-def build_verifier(settings: Settings, scorer=None, reranker=None):
-    """The serving verifier; ``reranker`` (the engine's) scores "does the draft answer the
-    question?". Without one, calibration and replays build the configured reranker, so
-    they score exactly what serving scores."""
-    from specrag.grounding.crossencoder import CrossEncoder
+def build_verifier(settings: Settings, scorer=None):
     from specrag.grounding.verifier import Verifier
 
-    if reranker is None and settings.verify.acceptance != "off":
-        reranker = CrossEncoder.from_settings(settings, "reranker")
-    return Verifier.from_settings(settings, scorer=scorer, reranker=reranker)
+    return Verifier.from_settings(settings, scorer=scorer)
 
 
 def build_engine(settings: Settings, *, retriever=None, audit: bool = True, telemetry=None,
@@ -46,8 +40,8 @@ def build_engine(settings: Settings, *, retriever=None, audit: bool = True, tele
     from specrag.retrieval.retriever import Retriever
 
     s = settings
+    verifier = build_verifier(s)
     reranker = CrossEncoder.from_settings(s, "reranker")
-    verifier = build_verifier(s, reranker=reranker)
     auditor = Auditor(s, verifier=verifier, reranker=reranker) if audit else None
     return SpeculativeRAG(s, retriever=retriever or Retriever.from_settings(s),
                           draft=tier_from_settings("draft", s),

@@ -7,8 +7,8 @@ the run's own store, as ``bench reverify`` does), and labels it *right*: it cont
 gold answer and the gold passage was retrieved (right *and* grounded). The questions
 are split in two by a hash of their id: on ``dev`` it fits the ``AcceptanceModel``
 (grounding plus "does it answer the question?") and chooses the two thresholds
-(``verify.threshold`` on grounding, ``verify.answer_threshold`` on P(right)) that
-accept the most drafts at the target precision; ``test`` only reports. Drafts that only
+(``verify.answer_threshold`` on P(right), and with ``both`` ``verify.threshold`` on
+grounding too) that accept the most drafts at the target precision; ``test`` only reports. Drafts that only
 abstain are never accepted (they escalate) and count in the acceptance denominator.
 
 Deliberately not here: generation (the rows are replayed, nothing is regenerated),
@@ -63,12 +63,15 @@ def draft_rows(run_dir: Path, settings: Settings) -> list[dict]:
     return [{**r, "run": run_dir.name} for r in rows]
 
 
-def choose(grounded, p_right, labels, target: float, min_accepted: int = 8) -> dict:
+def choose(grounded, p_right, labels, target: float, min_accepted: int = 8,
+           grounding: float | None = None) -> dict:
     """The (grounding, P(right)) thresholds accepting the most rows at >= ``target``
-    precision; the most precise pair when the target is out of reach."""
+    precision; the most precise pair when the target is out of reach. ``grounding``
+    fixes the first (the pair-calibrated ``verify.threshold``)."""
     g, p, y = (np.asarray(a, float) for a in (grounded, p_right, labels))
     best, fallback = None, None
-    for tg in np.unique(np.concatenate([[0.0], g])):
+    grid = [grounding] if grounding is not None else np.unique(np.concatenate([[0.0], g]))
+    for tg in grid:
         for ta in np.unique(np.concatenate([[0.0], p])):
             acc = (g >= tg) & (p >= ta)
             n = int(acc.sum())
@@ -96,7 +99,10 @@ def evaluate(g, p, y, abstained, tg: float, ta: float) -> dict:
 
 
 def calibrate_e2e(run_dirs: list[str | Path], settings: Settings, target_precision: float = 0.9,
-                  verifier=None, progress: bool = False) -> dict:
+                  verifier=None, progress: bool = False, both: bool = False) -> dict:
+    """``both``: search the grounding threshold too; by default it stays the configured
+    ``verify.threshold`` (chosen on pair labels, what "grounded" means) and only the
+    acceptance model and ``verify.answer_threshold`` are fitted here."""
     from tqdm import tqdm
 
     from specrag.grounding.acceptance import AcceptanceModel
@@ -119,7 +125,8 @@ def calibrate_e2e(run_dirs: list[str | Path], settings: Settings, target_precisi
                                 fitted_on=", ".join(sorted({r["run"] for r in rows})))
     g = np.array([f[0] for f in feats])
     p = np.array([model.combine(f[0], model.relevance(f[1])) for f in feats])
-    chosen = choose(g[dev], p[dev], y[dev], target_precision)
+    chosen = choose(g[dev], p[dev], y[dev], target_precision,
+                    grounding=None if both else base.threshold)
     tg, ta = chosen["threshold"], chosen["answer_threshold"]
     out = {"target_precision": target_precision, "model": model, **chosen, "per_split": {}}
     for name in ("dev", "test"):

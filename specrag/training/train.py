@@ -103,16 +103,23 @@ def batches(pairs, batch_size: int, seed: int, window: int = 64) -> list[list]:
 
 
 def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path,
-        progress: bool = True, log=print, first: list[tuple[str, str, float]] = ()):
+        progress: bool = True, log=print, first: list[tuple[str, str, float]] = (),
+        init: Path | None = None):
     """Train on (text_a, text_b, label) triples, ``first`` ones before the rest;
-    returns (model, tokenizer, stats)."""
+    ``init``: a shipped model folder to continue from (``training.from_onnx``) instead of
+    the bi-encoder. Returns (model, tokenizer, stats)."""
     torch, _, _ = _torch()
     from tqdm import tqdm
 
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     torch.set_num_threads(config.threads)
-    model, tok = load_base(base_dir)
+    if init is not None:
+        from specrag.training.from_onnx import load_scorer
+
+        model, tok = load_scorer(Path(init), base_dir)
+    else:
+        model, tok = load_base(base_dir)
     # a lent GPU is used when present, never required; the export moves back to the CPU
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device)
