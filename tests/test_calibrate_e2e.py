@@ -52,7 +52,7 @@ def test_choose_takes_the_pair_that_accepts_most_at_the_target():
 def test_calibrate_e2e_fits_relevance_and_beats_grounding_alone(tmp_path):
     settings = make_settings(tmp_path, **{"verify.acceptance": "off"})
     verifier = Verifier(settings, scorer=WordScorer(), acceptance="off")
-    r = calibrate_e2e([_run(tmp_path)], settings, 0.9, verifier=verifier, both=True)
+    r = calibrate_e2e([_run(tmp_path)], settings, 0.9, verifier=verifier)
     test = r["per_split"]["test"]
     # a grounded sentence that does not answer "when" is what grounding alone lets through
     assert r["target_met"] and test["precision"] >= 0.9 and test["acceptance"] > 0.2

@@ -5,12 +5,12 @@ import random
 from specrag.training import counterfactual as cf
 from specrag.training.data import Pair, split_of
 
-P1 = ("The Brenner Tower is a lattice tower in Lyon. It was designed by Karl Brenner and "
-      "completed in 1889. Brenner later said all of the rivets were made in Lyon.")
+P1 = ("The Lyon Tower is a lattice tower in Lyon. It was designed by Karl Brenner and "
+      "completed in 1889. All of the rivets were made in Lyon.")
 P2 = ("The Ostwald Bridge crosses the Rhine at Basel. It opened in 1921 after a design by "
       "Maria Ostwald. Maria Ostwald also designed the station at Olten.")
-ITEMS = [("p1", P1, "Who designed the Brenner Tower?", "Karl Brenner"),
-         ("p1", P1, "When was the Brenner Tower completed?", "1889"),
+ITEMS = [("p1", P1, "Who designed the Lyon Tower?", "Karl Brenner"),
+         ("p1", P1, "When was the Lyon Tower completed?", "1889"),
          ("p2", P2, "Who designed the Ostwald Bridge?", "Maria Ostwald"),
          ("p2", P2, "When did the Ostwald Bridge open?", "1921")]
 
@@ -25,16 +25,22 @@ def test_answer_types():
 
 def test_counterfactual_swaps_the_answer_everywhere_and_labels_both_claims():
     pairs = cf.counterfactual(ITEMS, seed=1)
-    person = [p for p in pairs if p.kind == "qa-person" and "Brenner Tower" in p.hypothesis]
+    person = [p for p in pairs if p.kind == "qa-person" and "Lyon Tower" in p.hypothesis]
     assert {p.label for p in person} == {0.0, 1.0}
     sup = next(p for p in person if p.label == 1.0)
     neg = next(p for p in person if p.label == 0.0)
     assert "Maria Ostwald" in sup.hypothesis and "Maria Ostwald" in sup.premise
     assert "Karl Brenner" in neg.hypothesis and "Karl Brenner" not in neg.premise
-    years = [p for p in pairs if p.kind == "sentence-year" and "Brenner" in p.premise]
+    years = [p for p in pairs if p.kind == "sentence-year" and "Lyon" in p.premise]
     new_year = next(p for p in years if p.label == 1.0)
     assert "1889" not in new_year.premise and "1889" not in new_year.hypothesis
     assert all(p.split == split_of(pid) for pid in ("p1",) for p in pairs if "Lyon" in p.premise)
+    # a partial swap would leave the world's answer half in the passage: no pair then
+    partial = [("p3", 'John "Joe" Orton (1933-1967) was a playwright. Joe Orton wrote Loot.',
+                "Who wrote Loot?", "Joe Orton")]
+    assert cf.counterfactual(partial + ITEMS, seed=1)[0].premise != partial[0][1]
+    assert not [p for p in cf.counterfactual(partial + ITEMS, seed=1) if "Loot" in p.premise]
+    assert cf.gone("Joe Orton", 'John "Joe" Smith') is False and cf.gone("1,889", "in 1889") is False
 
 
 def test_counterfactual_vitaminc_changes_the_shared_span():

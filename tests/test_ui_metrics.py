@@ -200,7 +200,7 @@ def test_busy_service_shows_a_one_line_message_in_the_chat_turn(tmp_path):
 
     async def run():
         return [out async for out in respond("How much annual leave?", "default",
-                                             ChatSession(), "", T, 50, 4, 8, request)]
+                                             ChatSession(), "", T, 50, 4, 8, None, request)]
 
     last = asyncio.run(run())[-1]
     html = last[0]

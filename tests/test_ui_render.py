@@ -194,6 +194,10 @@ def test_session_views_keep_settings_apart(tmp_path):
     assert loose.tier == "draft" and loose.verdict.threshold == T
     assert harsh.verdict.threshold == 1.0
     assert engines.model_names()["heavy"] == "anthropic: claude-sonnet-4-6"
+    # the acceptance model's bar is a session setting too, over the same loaded verifier
+    answer = engines.view(Options(answer_threshold=0.95))
+    assert answer.verifier.answer_threshold == 0.95 and answer.verifier.scorer is base.verifier.scorer
+    assert base.verifier.answer_threshold == base.settings.verify.answer_threshold != 0.95
 
 
 def test_follow_throttles_tokens_but_not_stages(tmp_path):

@@ -52,9 +52,7 @@ def add_parsers(sub) -> None:
     ca = sub.add_parser("calibrate", help="choose verify.threshold for a target precision")
     ca.add_argument("--e2e", nargs="+", metavar="RUN_DIR",
                     help="calibrate on `bench e2e` runs (accepted draft right?), not pair labels: "
-                         "fits acceptance.json and both thresholds (default target 0.90)")
-    ca.add_argument("--both", action="store_true",
-                    help="with --e2e: choose verify.threshold (grounding) too, not only the answer threshold")
+                         "fits acceptance.json and verify.answer_threshold (default target 0.90)")
     ca.add_argument("--target-precision", type=float, default=None,
                     help="default 0.95 on pair labels, 0.90 with --e2e")
     ca.add_argument("--n", type=int, default=400, help="held-out drafts per source")
@@ -186,14 +184,12 @@ def _calibrate_e2e(args, settings) -> int:
     from specrag.training.calibrate import settings_file, write_values
     from specrag.training.calibrate_e2e import calibrate_e2e
 
-    r = calibrate_e2e(args.e2e, settings, args.target_precision or 0.90, progress=_progress(args),
-                      both=args.both)
+    r = calibrate_e2e(args.e2e, settings, args.target_precision or 0.90, progress=_progress(args))
     path = settings_file(args.config, settings)
     model_path = path.parent / "acceptance.json"
     if not args.dry_run:
         r["model"].save(model_path)
-        write_values(path, {**({"threshold": round(r["threshold"], 4)} if args.both else {}),
-                            "answer_threshold": round(r["answer_threshold"], 4),
+        write_values(path, {"answer_threshold": round(r["answer_threshold"], 4),
                             "acceptance": str(model_path)})
     r["written_to"] = None if args.dry_run else str(path)
     if args.json:
@@ -206,7 +202,6 @@ def _calibrate_e2e(args, settings) -> int:
     print(f"grounding alone (threshold {r['grounding_only']['threshold']:.3f}) on test: accepted "
           f"{alone['acceptance']:.2f}, precision {alone['precision']:.3f}")
     met = "" if r["target_met"] else " (TARGET NOT REACHED on dev: the most precise pair shown)"
-    print(f"verify.threshold = {r['threshold']:.4f}, verify.answer_threshold = "
-          f"{r['answer_threshold']:.4f}{met}")
+    print(f"verify.answer_threshold = {r['answer_threshold']:.4f}{met}")
     print(f"written to {path} and {model_path}" if not args.dry_run else "dry run: nothing written")
     return 0 if r["target_met"] else 1

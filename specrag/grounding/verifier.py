@@ -22,9 +22,10 @@
    (``spans.missing``): the cross-encoder alone leans on what it knows about the world.
 4. ``grounded`` aggregates the sentence scores. Given the ``question`` and an
    ``AcceptanceModel`` (``verify.acceptance``), the verdict also asks whether the draft
-   answers it (``relevance``) and ``score`` is the two combined, P(right); otherwise
-   ``score`` is ``grounded``. ``accepted`` = score >= ``verify.threshold`` (see
-   ``specrag calibrate``); ``supported`` = grounded >= ``verify.supported_threshold``,
+   answers it (``relevance``) and ``score`` is the two combined, P(right), accepted at
+   ``verify.answer_threshold`` (``specrag calibrate --e2e``); otherwise ``score`` is
+   ``grounded``, accepted at ``verify.threshold`` (``specrag calibrate``), which is also
+   the bar of each sentence's mark. ``supported`` = grounded >= ``verify.supported_threshold``,
    what a heavy answer is labelled by.
 
 Honest abstentions ("the documents do not say ...", "I could not find ...") claim
@@ -257,8 +258,9 @@ class Verifier:
             signals = self.signals(question, draft, texts, rows)
             relevance = self.acceptance_model.relevance(signals)
             score = self.acceptance_model.combine(grounded, relevance)
+            # P(right) already weighs the grounding: it alone decides (calibrated on e2e rows)
             bar = self.answer_threshold
-            accepted = accepted and score >= bar
+            accepted = score >= bar
         return Verdict(score, accepted, self.threshold, tuple(rows), self.aggregate,
                        grounded=grounded, relevance=relevance, signals=signals,
                        supported=grounded >= self.supported_threshold, answer_threshold=bar)

@@ -81,18 +81,20 @@ class SpeculativeRAG:
 
     def replace(self, **changes) -> "SpeculativeRAG":
         """A copy with some constructor parameters changed, sharing every other part.
-        New settings with another ``verify.threshold`` give the copy a verifier with that
-        threshold over the same loaded model."""
+        New settings with another ``verify.threshold`` or ``answer_threshold`` give the
+        copy a verifier with those thresholds over the same loaded model."""
         unknown = set(changes) - set(_PARAMS)
         if unknown:
             raise TypeError(f"SpeculativeRAG has no parameter {', '.join(sorted(unknown))}")
         params = {name: getattr(self, name) for name in _PARAMS}
         params.update(changes)
         threshold = params["settings"].verify.threshold
+        answer = params["settings"].verify.answer_threshold
         verifier = params["verifier"]
         if ("verifier" not in changes and verifier is not None
-                and getattr(verifier, "threshold", threshold) != threshold):
-            params["verifier"] = verifier.with_threshold(threshold)
+                and (getattr(verifier, "threshold", threshold) != threshold
+                     or getattr(verifier, "answer_threshold", answer) != answer)):
+            params["verifier"] = verifier.with_threshold(threshold, answer)
         settings = params.pop("settings")
         copy = SpeculativeRAG(settings, **params)
         copy._warm = self._warm and not ({"retriever", "draft", "heavy", "verifier", "reranker"}

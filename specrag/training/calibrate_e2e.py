@@ -6,9 +6,9 @@ chunks the engine verified it against (recorded in the row, else retrieved again
 the run's own store, as ``bench reverify`` does), and labels it *right*: it contains a
 gold answer and the gold passage was retrieved (right *and* grounded). The questions
 are split in two by a hash of their id: on ``dev`` it fits the ``AcceptanceModel``
-(grounding plus "does it answer the question?") and chooses the two thresholds
-(``verify.answer_threshold`` on P(right), and with ``both`` ``verify.threshold`` on
-grounding too) that accept the most drafts at the target precision; ``test`` only reports. Drafts that only
+(grounding plus "does it answer the question?") and chooses the threshold
+(``verify.answer_threshold`` on P(right)) that accepts the most drafts at the target
+precision; ``test`` only reports. Drafts that only
 abstain are never accepted (they escalate) and count in the acceptance denominator.
 
 Deliberately not here: generation (the rows are replayed, nothing is regenerated),
@@ -99,10 +99,10 @@ def evaluate(g, p, y, abstained, tg: float, ta: float) -> dict:
 
 
 def calibrate_e2e(run_dirs: list[str | Path], settings: Settings, target_precision: float = 0.9,
-                  verifier=None, progress: bool = False, both: bool = False) -> dict:
-    """``both``: search the grounding threshold too; by default it stays the configured
-    ``verify.threshold`` (chosen on pair labels, what "grounded" means) and only the
-    acceptance model and ``verify.answer_threshold`` are fitted here."""
+                  verifier=None, progress: bool = False) -> dict:
+    """Fits the acceptance model and ``verify.answer_threshold``; ``verify.threshold``
+    (grounding alone, chosen on pair labels) stays as it is: with the acceptance model
+    on, P(right) alone decides, and it already weighs the grounding."""
     from tqdm import tqdm
 
     from specrag.grounding.acceptance import AcceptanceModel
@@ -125,8 +125,7 @@ def calibrate_e2e(run_dirs: list[str | Path], settings: Settings, target_precisi
                                 fitted_on=", ".join(sorted({r["run"] for r in rows})))
     g = np.array([f[0] for f in feats])
     p = np.array([model.combine(f[0], model.relevance(f[1])) for f in feats])
-    chosen = choose(g[dev], p[dev], y[dev], target_precision,
-                    grounding=None if both else base.threshold)
+    chosen = choose(g[dev], p[dev], y[dev], target_precision, grounding=0.0)
     tg, ta = chosen["threshold"], chosen["answer_threshold"]
     out = {"target_precision": target_precision, "model": model, **chosen, "per_split": {}}
     for name in ("dev", "test"):

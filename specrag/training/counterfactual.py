@@ -30,8 +30,8 @@ from __future__ import annotations
 import random
 import re
 
-from specrag.grounding.spans import MONTHS, key_spans, value_of
-from specrag.grounding.text import split_sentences
+from specrag.grounding.spans import MONTHS, key_spans, numbers, value_of
+from specrag.grounding.text import STOP_WORDS, WORD, split_sentences
 from specrag.training.data import Pair, qa_claim, split_of
 
 SETS = ("counterfactual", "counterfactual-vitc", "paraphrase", "noisy")
@@ -92,6 +92,21 @@ def _swap(text: str, old: str, new: str) -> str:
     return re.sub(rf"(?<![\w]){re.escape(old)}(?![\w])", new, text)
 
 
+def gone(value: str, text: str) -> bool:
+    """No trace of ``value`` left in ``text``: none of its words (``Joe`` of "Joe Orton"
+    in 'John "Joe" Orton'), or for a number its value, so the world's claim is really
+    unsupported (a partial swap would make a wrong label)."""
+    if value_of(value) is not None:
+        return value_of(value) not in numbers(text)
+    words = {w for w in WORD.findall(value.lower()) if w not in STOP_WORDS and len(w) > 2}
+    have = set(WORD.findall(text.lower()))
+    return bool(words) and not words & have
+
+
+def _norm(text: str) -> str:
+    return " ".join(WORD.findall(text.lower()))
+
+
 def qa_items(settings) -> list[tuple[str, str, str, str]]:
     """(passage id, passage, question, answer) whose answer is in the passage, SQuAD + HaluEval."""
     from specrag.datasets import load_halueval_qa, load_squad
@@ -127,7 +142,7 @@ def counterfactual(items, seed: int = 0, limit: int | None = None) -> list[Pair]
                 continue
             new = rng.choice(pool)
         passage = _swap(text, a, new)
-        if passage == text or re.search(rf"(?<![\w]){re.escape(a)}(?![\w])", passage):
+        if passage == text or not gone(a, passage):
             continue
         sent = next((s for s in split_sentences(text) if re.search(rf"(?<![\w]){re.escape(a)}(?![\w])", s)), None)
         split = split_of(pid)
@@ -162,7 +177,7 @@ def counterfactual_vitc(vitc_pairs: list[Pair], seed: int = 0) -> list[Pair]:
             if new is None:
                 continue
         premise, claim = _swap(p.premise, span, new), _swap(p.hypothesis, span, new)
-        if premise == p.premise or claim == p.hypothesis:
+        if premise == p.premise or claim == p.hypothesis or not gone(span, premise):
             continue
         out += [Pair(premise, claim, 1.0, "counterfactual-vitc", p.split, kind),
                 Pair(premise, p.hypothesis, 0.0, "counterfactual-vitc", p.split, kind)]
@@ -242,8 +257,11 @@ def paraphrase_set(items, seed: int = 0) -> list[Pair]:
         para = paraphrase(sent, q if a in sent else "", a if a in sent else "", rng)
         if para:
             out.append(Pair(text, para, 1.0, "paraphrase", split, "paraphrase"))
-        miss = near_miss(para or sent, text, rng)
-        if miss:
+        # the near miss of a reworded sentence, never of a question-form claim (a name
+        # swapped inside the question would leave its answer supported)
+        base = para if para and not para.startswith("The answer to") else sent
+        miss = near_miss(base, text, rng)
+        if miss and _norm(miss[0]) not in _norm(text):
             out.append(Pair(text, miss[0], 0.0, "paraphrase", split, miss[1]))
     return out
 
@@ -274,7 +292,7 @@ def noisy_set(items, seed: int = 0) -> list[Pair]:
         chunk = noisy_chunk(text, " ".join(sent.split()[:4]), other, rng)
         split = split_of(pid)
         out.append(Pair(chunk, sent, 1.0, "noisy", split, "copied"))
-        if (miss := near_miss(sent, text, rng)):
+        if (miss := near_miss(sent, text, rng)) and _norm(miss[0]) not in _norm(chunk):
             out.append(Pair(chunk, miss[0], 0.0, "noisy", split, miss[1]))
     return out
 

@@ -233,6 +233,10 @@ def write_card(out: Path, meta: dict, evaluation: str) -> None:
     if cur := meta.get("curriculum_pairs"):
         cur = ", ".join(f"{k} {v}" for k, v in cur.items()) if isinstance(cur, dict) else cur
         training += f" Curriculum first: {cur} pairs."
+    if init := meta.get("init"):
+        training += (f" Continued from `{init.get('model')}` (sha256 {str(init.get('sha256'))[:12]}…, "
+                     f"created {init.get('created')}; its weights recovered from the int8 ONNX by "
+                     "`specrag.training.from_onnx`) with `specrag train verifier --init`.")
     if meta.get("evidence_words"):
         training += (f" Premises cut to their sentences about the claim "
                      f"({meta['evidence_words']} words, `specrag.grounding.evidence`), as in serving.")

@@ -125,7 +125,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
             raise gr.Error(str(err)) from None
 
     async def respond(question, collection, session, policy, threshold, top_k, draft_k,
-                      heavy_k, request: gr.Request):
+                      heavy_k, answer_threshold, request: gr.Request):
         session = session or ChatSession()
         question = " ".join((question or "").split())[:MAX_QUESTION]
         if not question:
@@ -139,7 +139,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
             me = principal_from_request(request, settings)
             if collection == kb.collection and not kb.ready:
                 await asyncio.to_thread(kb.wait, SAMPLE_WAIT_S)
-            opts = Options(policy, threshold, top_k, draft_k, heavy_k)
+            opts = Options(policy, threshold, top_k, draft_k, heavy_k, answer_threshold)
             engine = await asyncio.to_thread(engines.view, opts)
             events = stream(engine, question, request.session_hash, policy=policy or None,
                             collection=collection, principal=me)

@@ -73,8 +73,13 @@ def build_tab(settings, engines, gr):
                               info=" · ".join(f"{k}: {h}" for k, h in POLICY_HELP.items()),
                               elem_id="sr-policy")
             threshold = gr.Slider(0.0, 1.0, value=v.threshold, step=0.01,
-                                  label="Entailment threshold to accept a draft",
+                                  label="Grounded score to accept a draft (without the "
+                                        "acceptance model) and to mark a sentence supported",
                                   elem_id="sr-threshold")
+            answer_threshold = gr.Slider(0.0, 1.0, value=v.answer_threshold, step=0.01,
+                                         label="P(right) to accept a draft (acceptance model: "
+                                               "grounded and answers the question)",
+                                         elem_id="sr-answer-threshold")
             top_k = gr.Slider(1, 100, value=r.top_k, step=1, label="k: passages retrieved")
             draft_k = gr.Slider(1, 10, value=r.draft_k, step=1, label="Passages for the draft")
             heavy_k = gr.Slider(1, 20, value=r.heavy_k, step=1,
@@ -88,4 +93,4 @@ def build_tab(settings, engines, gr):
             gr.Markdown("App-wide settings come from `specrag.yaml` or `SPECRAG_*` variables "
                         "(`specrag config show`); the controls on the left change only your "
                         "session.", elem_classes="sr-help")
-    return [policy, threshold, top_k, draft_k, heavy_k], models
+    return [policy, threshold, top_k, draft_k, heavy_k, answer_threshold], models

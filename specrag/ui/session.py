@@ -45,11 +45,14 @@ class Options:
     top_k: int | None = None
     draft_k: int | None = None
     heavy_k: int | None = None
+    answer_threshold: float | None = None
 
     def changes(self, settings) -> dict:
         wanted = {"verify.threshold": self.threshold, "retrieval.top_k": self.top_k,
-                  "retrieval.draft_k": self.draft_k, "retrieval.heavy_k": self.heavy_k}
+                  "retrieval.draft_k": self.draft_k, "retrieval.heavy_k": self.heavy_k,
+                  "verify.answer_threshold": self.answer_threshold}
         current = {"verify.threshold": settings.verify.threshold,
+                   "verify.answer_threshold": settings.verify.answer_threshold,
                    "retrieval.top_k": settings.retrieval.top_k,
                    "retrieval.draft_k": settings.retrieval.draft_k,
                    "retrieval.heavy_k": settings.retrieval.heavy_k}
