@@ -151,7 +151,7 @@ async def _answer(engine, q: Question, policy: str, collection: str) -> dict:
     if verdict is None and context and ans.text:
         verdict = await asyncio.to_thread(engine.verifier.verify, ans.text, list(context))
     if verdict is not None and not verdict.abstained:
-        faithful = verdict.score if verdict.grounded is None else verdict.grounded
+        faithful = verdict.grounding
     heavy_usage = ans.heavy.usage if ans.heavy and ans.heavy.usage else None
     cancelled = [u for u in ans.usage if u.cancelled]
     return {

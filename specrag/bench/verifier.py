@@ -133,7 +133,7 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
                          "int8": _latency(int8, chunks, draft, runs),
                          "int8, top-3 chunks per sentence": _latency(int8, chunks, draft, runs, 3)}
     # as served: top-3, the head, and "does it answer the question?"
-    if Verifier.from_settings(settings, scorer=int8).warm_up().acceptance_model is not None:
+    if verifier.acceptance_model is not None:  # the served verifier built above
         result["latency"]["as served (top-3, head, relevance)"] = _latency(
             int8, chunks, draft, runs, 3, question="What does the first passage say?")
     fp32_path = fp32_path or work_dir(settings, "verifier", model_dir) / "model-fp32.onnx"

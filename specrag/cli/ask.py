@@ -89,9 +89,8 @@ async def _render(engine, question, policy, collection) -> None:
         elif ev.kind == "heavy_verdict":
             v = ev.verdict
             if not v.abstained:
-                g = v.score if v.grounded is None else v.grounded
                 out.write(f"heavy answer: {'supported' if v.supported else 'NOT SUPPORTED'} by the "
-                          f"documents (grounded {g:.2f})\n")
+                          f"documents (grounded {v.grounding:.2f})\n")
         elif ev.kind == "final":
             out.write("\n" + summary(ev.answer) + "\n")
         out.flush()

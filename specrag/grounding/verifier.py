@@ -93,10 +93,14 @@ class Verdict:
     answer_threshold: float | None = None  # the bar on P(right) when relevance was asked
 
     @property
+    def grounding(self) -> float:
+        """The grounded score (``score`` for a verdict made without one)."""
+        return self.score if self.grounded is None else self.grounded
+
+    @property
     def label(self) -> str:
         """What a user reads: "grounded 0.97 · answers the question 0.41"."""
-        g = self.score if self.grounded is None else self.grounded
-        text = f"grounded {g:.2f}"
+        text = f"grounded {self.grounding:.2f}"
         return text if self.relevance is None else f"{text} · answers the question {self.relevance:.2f}"
 
     def to_dict(self, chunks: list[str] | None = None) -> dict:

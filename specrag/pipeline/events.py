@@ -83,7 +83,7 @@ class Answer:
         v = self.shown_verdict
         if self.tier != "heavy" or v is None or v.abstained:
             return ""
-        g = v.grounded if v.grounded is not None else v.score
+        g = v.grounding
         if not v.supported:
             return f"not supported by the documents (grounded {g:.2f})"
         d = self.verdict

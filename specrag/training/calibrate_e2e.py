@@ -115,7 +115,7 @@ def calibrate_e2e(run_dirs: list[str | Path], settings: Settings, target_precisi
     for r in tqdm(rows, desc="verify", unit="draft", disable=not progress):
         v = base.verify(r["draft"], r["verify_chunks"])  # grounding alone: no question
         signals = base.signals(r["question"], r["draft"], r["verify_chunks"], v.sentences)
-        feats.append((v.grounded if v.grounded is not None else v.score, signals, v.abstained))
+        feats.append((v.grounding, signals, v.abstained))
     y = np.array([label(r) for r in rows])
     split = np.array([split_of(f"{r['run']}/{r['id']}") for r in rows])
     ab = np.array([f[2] for f in feats], dtype=float)

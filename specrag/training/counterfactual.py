@@ -88,8 +88,13 @@ def shifted(value: str, kind: str, rng: random.Random) -> str:
     return out if out != value else str(int(new) + 1)
 
 
+def _whole(span: str) -> str:
+    """``span`` as a whole-word pattern."""
+    return rf"(?<![\w]){re.escape(span)}(?![\w])"
+
+
 def _swap(text: str, old: str, new: str) -> str:
-    return re.sub(rf"(?<![\w]){re.escape(old)}(?![\w])", new, text)
+    return re.sub(_whole(old), new, text)
 
 
 def gone(value: str, text: str) -> bool:
@@ -117,7 +122,7 @@ def qa_items(settings) -> list[tuple[str, str, str, str]]:
         for it in ds.items:
             p = by_id[it.gold_passage_id]
             for a in it.answers:
-                if a and re.search(rf"(?<![\w]){re.escape(a)}(?![\w])", p.text):
+                if a and re.search(_whole(a), p.text):
                     out.append((p.id, p.text, it.question, a))
                     break
     return out
@@ -144,7 +149,7 @@ def counterfactual(items, seed: int = 0, limit: int | None = None) -> list[Pair]
         passage = _swap(text, a, new)
         if passage == text or not gone(a, passage):
             continue
-        sent = next((s for s in split_sentences(text) if re.search(rf"(?<![\w]){re.escape(a)}(?![\w])", s)), None)
+        sent = next((s for s in split_sentences(text) if re.search(_whole(a), s)), None)
         split = split_of(pid)
         out += [Pair(passage, qa_claim(q, new), 1.0, "counterfactual", split, f"qa-{kind}"),
                 Pair(passage, qa_claim(q, a), 0.0, "counterfactual", split, f"qa-{kind}")]
@@ -163,7 +168,7 @@ def counterfactual_vitc(vitc_pairs: list[Pair], seed: int = 0) -> list[Pair]:
         if p.label < 0.5:
             continue
         shared = [(k, s) for k, s in key_spans(p.hypothesis)
-                  if re.search(rf"(?<![\w]){re.escape(s)}(?![\w])", p.premise)]
+                  if re.search(_whole(s), p.premise)]
         if not shared:
             continue
         kind, span = rng.choice(shared)

@@ -114,7 +114,7 @@ def verdict_html(turn: Turn) -> str:
                 "checking each sentence against the documents…</div>") \
             if turn.stage == "verifying" else ""
     chunks = _verify_chunks(turn)
-    grounded = float(v.score if getattr(v, "grounded", None) is None else v.grounded)
+    grounded = float(v.grounding)
     pct = max(0.0, min(1.0, grounded)) * 100
     mark = max(0.0, min(1.0, float(v.threshold))) * 100
     ok = "pass" if v.accepted else "fail"
@@ -160,7 +160,7 @@ def heavy_support_html(turn: Turn) -> str:
     if v is None or getattr(v, "abstained", False):
         return ""
     note = turn.answer.support_note if turn.answer is not None else ""
-    grounded = float(v.score if v.grounded is None else v.grounded)
+    grounded = float(v.grounding)
     if note:
         return f'<div class="sr-support-note sr-fail">⚠ {escape(note)}</div>'
     return (f'<div class="sr-support-note sr-pass">supported by the documents '
