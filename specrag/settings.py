@@ -57,6 +57,10 @@ class RetrievalSettings:
     draft_k: int = 3  # chunks the draft model sees
     verify_k: int = 10  # chunks the verifier checks the draft against
     heavy_k: int = 8  # reranked chunks the heavy model sees
+    # each prompt chunk cut to its sentences most about the question, at most this many
+    # words (0: whole): prefill is most of a local model's time to first token
+    draft_words: int = 0
+    heavy_words: int = 0
     # the shipped reranker puts the gold passage in the top 3 5.3 points more often than the
     # bi-encoder order (bench reranker); the heavy tier sees the reranked order
     rerank: bool = True
@@ -90,7 +94,7 @@ class GenerationSettings:
 
     draft: str = "llama-cpp"  # llama-cpp | transformers | openai:MODEL | anthropic:MODEL
     heavy: str = "llama-cpp"  # e.g. anthropic:claude-sonnet-4-6
-    policy: str = "lazy"  # lazy | eager | draft-only | heavy-only
+    policy: str = "lazy"  # lazy | eager | routed | draft-only | heavy-only
     eager_heavy: bool = True  # eager also starts the heavy generation, not only the rerank
     # ... even when the heavy model runs on this machine beside a local draft; off: on 2
     # cores the two then share the cores and both get slower (BENCHMARKS.md)
@@ -116,6 +120,17 @@ class GenerationSettings:
         "claude-opus-4-1": [15.0, 75.0], "claude-sonnet-4-6": [3.0, 15.0],
         "claude-sonnet-4-5": [3.0, 15.0],
         "claude-haiku-4-5": [1.0, 5.0]})  # USD per million tokens [input, output]
+
+
+@dataclass(frozen=True)
+class RoutingSettings:
+    """The ``routed`` policy's router (``specrag.routing``): draft, or heavy at once."""
+
+    model: str = "builtin"  # builtin (specrag/models/router) | a router.json path
+    # draft when P(the draft will be accepted and right) >= this; negative: the model's own
+    # (about the draft/heavy time ratio of the run it was trained on); lower it when the
+    # heavy tier is a billed remote model and cost matters more than time
+    threshold: float = -1.0
 
 
 @dataclass(frozen=True)
@@ -211,6 +226,7 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     verify: VerifySettings = field(default_factory=VerifySettings)
     generation: GenerationSettings = field(default_factory=GenerationSettings)
+    routing: RoutingSettings = field(default_factory=RoutingSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)

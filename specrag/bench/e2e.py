@@ -29,9 +29,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from specrag.bench import metrics
+from specrag.routing.features import route_features
 from specrag.settings import Settings
 
-POLICIES = ("heavy-only", "draft-only", "lazy", "eager")
+POLICIES = ("heavy-only", "draft-only", "lazy", "eager", "routed")
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,10 @@ async def _answer(engine, q: Question, policy: str, collection: str) -> dict:
         + sum(u.output_tokens for u in cancelled),
         "cost_usd": ans.cost_usd, "heavy_only_cost_usd": ans.heavy_only_cost_usd,
         "heavy_cancelled": ans.heavy_cancelled,
+        "route": ans.route.route if ans.route else None,
+        "p_draft": ans.route.p_draft if ans.route else None,
+        # the router's inputs, so `specrag train router` learns from these rows alone
+        "route_features": route_features(q.question, ans.hits, engine.settings.retrieval.draft_k),
     }
 
 

@@ -80,12 +80,31 @@ def lazy_at(by: dict[str, list[dict]], t: float | None) -> dict:
     """Lazy replayed at threshold ``t``: each question's draft (``draft-only`` row) when its
     verdict score is at least ``t``, else its ``heavy-only`` answer after the draft path.
     ``t=None``: the rows' own ``accepted`` (the verifier's decision, every gate applied)."""
+    return replay(by, t)
+
+
+def routed_at(by: dict[str, list[dict]], p_draft: dict[str, float], t: float) -> dict:
+    """The ``routed`` policy replayed: questions whose router P(draft will do) is below
+    ``t`` take their ``heavy-only`` answer at heavy-only time (no draft paid); the others
+    run lazy on the rows' own verdicts. ``t=0``: lazy; ``t>1``: heavy-only."""
+    return {**replay(by, None, {i for i, p in p_draft.items() if p >= t}), "threshold": t,
+            "draft_share": sum(p >= t for p in p_draft.values()) / max(1, len(p_draft))}
+
+
+def replay(by: dict[str, list[dict]], t: float | None, drafted: set | None = None) -> dict:
+    """Lazy from the draft-only and heavy-only rows (``lazy_at``); a question not in
+    ``drafted`` (when given) goes to the heavy tier at once."""
     drafts = {r["id"]: r for r in by.get("draft-only", [])}
     heavies = {r["id"]: r for r in by.get("heavy-only", [])}
     ids = [i for i in drafts if i in heavies and drafts[i].get("scores")]
     acc, lat, tokens, taken = [], [], 0, []
     for i in ids:
         d, h = drafts[i], heavies[i]
+        if drafted is not None and i not in drafted:
+            acc.append(h["scores"][CORRECT])
+            lat.append(h["timings_ms"].get("total", 0))
+            tokens += h["heavy_tokens_in"] + h["heavy_tokens_out"]
+            continue
         ok = (bool(d.get("accepted")) if t is None else (d["verdict_score"] or 0) >= t) \
             and not d.get("abstained")
         chosen = d if ok else h
@@ -99,7 +118,7 @@ def lazy_at(by: dict[str, list[dict]], t: float | None) -> dict:
             taken.append(d["scores"][CORRECT])
     return {"threshold": t, "accuracy": _mean(acc), "acceptance_rate":
             len(taken) / len(ids) if ids else None, "accepted_precision": _mean(taken),
-            "total_p50_ms": percentile(lat, 50), "heavy_tokens": tokens}
+            "total_p50_ms": percentile(lat, 50), "heavy_tokens": tokens, "questions": len(ids)}
 
 
 def _fmt(v, pct=False) -> str:

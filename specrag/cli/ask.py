@@ -14,13 +14,14 @@ import asyncio
 import json
 import sys
 
+from specrag.pipeline.events import POLICIES
 from specrag.pipeline.summary import cost_parts, timing_parts
 
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("ask", help="answer a question from a collection (speculative RAG)")
     p.add_argument("question", nargs="?")
-    p.add_argument("--policy", choices=["lazy", "eager", "draft-only", "heavy-only"])
+    p.add_argument("--policy", choices=list(POLICIES))
     p.add_argument("--questions", help="file with one question per line (JSON lines out)")
     p.add_argument("-c", "--collection", default=None)
     p.add_argument("--json", action="store_true")
@@ -57,6 +58,8 @@ async def _render(engine, question, policy, collection) -> None:
     async for ev in engine.astream(question, policy=policy, collection=collection):
         if ev.kind == "retrieved":
             out.write(f"retrieved {len(ev.hits)} chunks in {ev.t_ms:.0f} ms\n")
+        elif ev.kind == "routed":
+            out.write(f"{ev.route.label}\n")
         elif ev.kind == "draft_token":
             if not getattr(_render, "_in_draft", False):
                 out.write("\ndraft · verifying\n")
@@ -98,7 +101,8 @@ async def _render(engine, question, policy, collection) -> None:
 
 def summary(answer) -> str:
     """The timing/cost line (``pipeline.summary``'s facts, in seconds) and the citations."""
-    parts = [f"answer from the {answer.tier} tier ({answer.policy})"]
+    parts = [f"answer from the {answer.tier} tier ({answer.policy}"
+             + (f", route {answer.route.route} {answer.route.p_draft:.2f})" if answer.route else ")")]
     parts += [f"{label} {ms / 1000:.2f}s" for label, ms in timing_parts(answer)]
     cost, heavy_only, _ = cost_parts(answer)
     parts.append(f"cost ${cost:.5f} (heavy-only ${heavy_only:.5f})")

@@ -18,10 +18,16 @@ def _progress(args) -> bool:
 
 
 def add_parsers(sub) -> None:
-    tr = sub.add_parser("train", help="train the verifier or reranker cross-encoder (CPU)")
-    tr.add_argument("model", choices=("verifier", "reranker", "head"),
-                    help="head: fit the verifier's calibrated head (head.json) on dev pairs")
-    tr.add_argument("--out", help="model folder (default: specrag/models/<model>, the shipped one)")
+    tr = sub.add_parser("train", help="train the verifier or reranker cross-encoder (CPU), "
+                                      "its head, or the query router")
+    tr.add_argument("model", choices=("verifier", "reranker", "head", "router"),
+                    help="head: fit the verifier's calibrated head (head.json) on dev pairs; "
+                         "router: fit the routed policy's router on `bench e2e` runs")
+    tr.add_argument("runs", nargs="*", help="router: `bench e2e` run folders (draft-only rows; "
+                                            "heavy-only rows too for the latency curve)")
+    tr.add_argument("--report", help="router: also write router.json/router.md here")
+    tr.add_argument("--out", help="model folder (default: specrag/models/<model>, the shipped "
+                                  "one); router: the router.json path")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--scale", type=float, default=1.0, help="fraction of the default data size")
     tr.add_argument("--no-eval", action="store_true", help="skip the evaluation for the model card")
@@ -91,6 +97,10 @@ def read_chunks(path: str, words: int = 150) -> list[str]:
 def cmd_train(args, settings) -> int:
     from specrag.training import run
 
+    if args.model == "router":
+        from specrag.cli.router import cmd_train_router
+
+        return cmd_train_router(args, settings)
     if args.model == "head":
         out = run.train_head(settings, out=Path(args.out) if args.out else None, seed=args.seed,
                              n_per_source=max(10, int(400 * args.scale)))

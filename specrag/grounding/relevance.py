@@ -44,7 +44,7 @@ _ASKS = (("year", re.compile(r"\b(when|what year|which year|what date|in what ye
          ("name", re.compile(r"\b(who|whom|whose|which (?:person|man|woman|actor|actress|artist|"
                               r"author|band|company|team|city|country))\b", re.I)),
          ("place", re.compile(r"\bwhere\b", re.I)))
-_DATE_WORDS = re.compile(r"\b(january|february|march|april|may|june|july|august|september|"
+DATE_WORDS = re.compile(r"\b(january|february|march|april|may|june|july|august|september|"
                          r"october|november|december|century|decade|\d{3,4}s?)\b", re.I)
 
 
@@ -55,18 +55,23 @@ def asked_type(question: str) -> str | None:
     return None
 
 
-def type_match(question: str, draft: str) -> float:
-    kind = asked_type(question)
+def holds_kind(kind: str | None, question: str, text: str) -> float:
+    """Does ``text`` state a value of the ``kind`` asked for that the question does not
+    already hold? 1.0 when no particular kind is asked (``asked_type`` is None)."""
     if kind is None:
         return 1.0
     if kind == "year":  # a date word or year the question does not already hold
-        q = {m.lower() for m in _DATE_WORDS.findall(question)}
-        return float(any(m.lower() not in q for m in _DATE_WORDS.findall(draft)))
+        q = {m.lower() for m in DATE_WORDS.findall(question)}
+        return float(any(m.lower() not in q for m in DATE_WORDS.findall(text)))
     if kind == "number":
-        return float(bool(numbers(draft) - numbers(question)))
+        return float(bool(numbers(text) - numbers(question)))
     q = question.lower()
-    names = [s for k, s in key_spans(draft) if k == "name" and s.lower() not in q]
+    names = [s for k, s in key_spans(text) if k == "name" and s.lower() not in q]
     return float(bool(names))
+
+
+def type_match(question: str, draft: str) -> float:
+    return holds_kind(asked_type(question), question, draft)
 
 
 def novel(question: str, draft: str) -> float:

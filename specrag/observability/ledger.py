@@ -5,7 +5,7 @@ tokens was billed), attributed to the user session, collection and question that
 were current when it ran (``scope(...)``, a context variable set per question task).
 The file is ``settings.data_path / budget.ledger_file`` in WAL mode, so ``specrag
 usage`` can read it while the app writes; one connection behind a lock makes it
-thread-safe. ``summary(by="session" | "collection" | "model" | "day" | "stage")`` and
+thread-safe. ``summary(by="session" | "collection" | "model" | "day" | "stage" | "route")`` and
 ``spent(session=..., day=...)`` are the API the app, the CLI and budgets use.
 
 Two ways in: ``record_attempts`` writes and commits before it returns (durable: a
@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specrag.generators.base import Usage
@@ -45,14 +45,14 @@ log = logging.getLogger(__name__)
 WRITER_IDLE_S = 5.0  # an idle writer thread ends; the next finished call starts another
 
 BY = {"session": "session", "collection": "collection", "model": "backend || '/' || model",
-      "day": "day", "stage": "stage"}
+      "day": "day", "stage": "stage", "route": "route"}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY, ts REAL NOT NULL, day TEXT NOT NULL, session TEXT NOT NULL,
     collection TEXT NOT NULL, question_id TEXT NOT NULL, stage TEXT NOT NULL,
     backend TEXT NOT NULL, model TEXT NOT NULL, outcome TEXT NOT NULL, error TEXT NOT NULL,
     input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL,
-    latency_ms REAL NOT NULL);
+    latency_ms REAL NOT NULL, route TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS usage_session ON usage(session);
 CREATE INDEX IF NOT EXISTS usage_day ON usage(day);
 """
@@ -63,6 +63,7 @@ class Scope:
     session: str = "anonymous"
     collection: str = ""
     question_id: str = ""
+    route: str = ""  # the router's decision for the question ("draft 0.62"); "": not routed
 
 
 _SCOPE: contextvars.ContextVar[Scope] = contextvars.ContextVar("specrag_ledger_scope",
@@ -82,6 +83,12 @@ def scope(session: str = "anonymous", collection: str = "", question_id: str | N
 
 def current_scope() -> Scope:
     return _SCOPE.get()
+
+
+def tag_route(route) -> None:
+    """Record the router's decision in the current question's scope: the generations it
+    makes after this carry it (called in the question's own task, so it ends with it)."""
+    _SCOPE.set(replace(_SCOPE.get(), route=f"{route.route} {route.p_draft:.2f}"))
 
 
 def utc_day(ts: float | None = None) -> str:
@@ -127,6 +134,9 @@ class Ledger:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable on commit
             db.executescript(SCHEMA)
+            columns = {r[1] for r in db.execute("PRAGMA table_info(usage)")}
+            if "route" not in columns:  # a ledger written before routing existed
+                db.execute("ALTER TABLE usage ADD COLUMN route TEXT NOT NULL DEFAULT ''")
             db.row_factory = sqlite3.Row
             self._db = db
         return self._db
@@ -154,15 +164,15 @@ class Ledger:
         return [(now, utc_day(now), where.session, where.collection, where.question_id, stage,
                  a.backend, a.model, a.outcome, a.error[:300], a.input_tokens, a.output_tokens,
                  costs.cost(Usage(a.backend, a.model, a.input_tokens, a.output_tokens), self.prices),
-                 a.latency_ms) for a in attempts if a.outcome != "skipped"]
+                 a.latency_ms, where.route) for a in attempts if a.outcome != "skipped"]
 
     def _write(self, rows: list[tuple]) -> None:
         with self._lock:
             db = self._connect()
             db.executemany(
                 "INSERT INTO usage (ts, day, session, collection, question_id, stage, backend, "
-                "model, outcome, error, input_tokens, output_tokens, cost_usd, latency_ms) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                "model, outcome, error, input_tokens, output_tokens, cost_usd, latency_ms, route) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             db.commit()
 
     def _enqueue(self, rows: list[tuple]) -> None:

@@ -12,6 +12,9 @@ Policies (settings ``generation.policy`` or per call):
   both tiers run on this machine (local models), the heavy generation still waits for
   the verdict unless ``eager_heavy_local`` is set: on a CPU they would only split the
   same cores.
+- ``routed``: the router (``routing``) predicts from the question and the retrieval
+  whether a draft will be accepted and right; if so the question runs ``lazy``, else
+  straight to the heavy tier (a hard question costs heavy-only time, not draft + heavy).
 - ``draft-only`` / ``heavy-only``: the two baselines.
 A draft that only abstains ("The documents do not say.") is escalated when
 ``verify.escalate_abstentions`` is set: the weak model may have missed the answer. A
@@ -42,6 +45,7 @@ import asyncio
 import time
 
 from specrag.generators.base import GenerationError
+from specrag.observability import ledger
 from specrag.observability.tracing import Tracer
 from specrag.pipeline.events import POLICIES, Answer, StageEvent
 from specrag.pipeline.phases import QuestionRun
@@ -52,13 +56,13 @@ from specrag.settings import Settings
 from specrag.types import SpecragError, one_line
 
 _PARAMS = ("settings", "retriever", "draft", "heavy", "verifier", "reranker", "auditor",
-           "telemetry", "observers")
+           "telemetry", "observers", "router")
 
 
 class SpeculativeRAG:
     def __init__(self, settings: Settings, retriever=None, draft=None, heavy=None,
                  verifier=None, reranker=None, auditor=None, *, telemetry=None,
-                 observers=()):
+                 observers=(), router=None):
         self.settings = settings
         self.retriever = retriever
         self.draft = draft  # the tiers as given (resilient chains); wrapped per call below
@@ -66,6 +70,7 @@ class SpeculativeRAG:
         self.verifier = verifier
         self.reranker = reranker
         self.auditor = auditor  # optional: samples final answers for the quality audit
+        self.router = router  # the ``routed`` policy's (built from settings when None)
         self.telemetry = telemetry
         self.observers = tuple(observers)
         self.tracer = Tracer(telemetry)
@@ -97,8 +102,12 @@ class SpeculativeRAG:
             params["verifier"] = verifier.with_threshold(threshold, answer)
         settings = params.pop("settings")
         copy = SpeculativeRAG(settings, **params)
-        copy._warm = self._warm and not ({"retriever", "draft", "heavy", "verifier", "reranker"}
-                                         & set(changes))
+        if "router" not in changes and copy.router is not None and (
+                settings.routing != self.settings.routing
+                or settings.retrieval.draft_k != self.settings.retrieval.draft_k):
+            copy.router = None  # built again from the new settings (a small JSON file)
+        copy._warm = self._warm and copy.router is not None and not (
+            {"retriever", "draft", "heavy", "verifier", "reranker"} & set(changes))
         return copy
 
     def warm_up(self) -> "SpeculativeRAG":
@@ -123,7 +132,12 @@ class SpeculativeRAG:
             from specrag.grounding.crossencoder import CrossEncoder
 
             self.reranker = CrossEncoder.from_settings(s, "reranker")
-        for part in (self.retriever, self.draft, self.heavy, self.verifier, self.reranker):
+        if self.router is None:
+            from specrag.routing.router import Router
+
+            self.router = Router.from_settings(s)
+        for part in (self.retriever, self.draft, self.heavy, self.verifier, self.reranker,
+                     self.router):
             part.warm_up()
         self._warm = True
         return self
@@ -198,6 +212,12 @@ class SpeculativeRAG:
         if not hits:
             yield run.final(NOT_FOUND, "draft")
             return
+        if policy == "routed":
+            run.route = route = self.router.route(question, hits)
+            timings["route"] = route.ms
+            ledger.tag_route(route)  # this question's usage rows carry it
+            yield StageEvent("routed", clock(), route=route)
+            policy = "lazy" if route.route == "draft" else "heavy-only"
         if policy == "eager":
             run.start_eager()
         try:

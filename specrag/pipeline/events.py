@@ -2,7 +2,7 @@
 
 The UI, CLI and benchmark only render these records. ``StageEvent.kind`` is one of
 ``KINDS``, in this order for a single question (stages a policy skips are absent):
-retrieved, draft_token*, draft_done, verdict, rerank_done, heavy_token*, heavy_done,
+retrieved, routed (``routed`` policy: the router's ``Route``), draft_token*, draft_done, verdict, rerank_done, heavy_token*, heavy_done,
 heavy_verdict (the heavy answer checked against its chunks, ``verify.check_heavy``),
 final; ``draft_failed`` (its ``text`` says why) takes the place of draft_done and verdict
 when the draft's generation fails and the heavy tier answers instead. ``t_ms`` is
@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 from specrag.generators.base import Usage
 from specrag.grounding.verifier import Verdict
+from specrag.routing.router import Route
 from specrag.types import Chunk, Hit
 
-KINDS = ("retrieved", "draft_token", "draft_done", "draft_failed", "verdict", "rerank_done",
+KINDS = ("retrieved", "routed", "draft_token", "draft_done", "draft_failed", "verdict", "rerank_done",
          "heavy_token", "heavy_done", "heavy_verdict", "final")
-POLICIES = ("lazy", "eager", "draft-only", "heavy-only")
+POLICIES = ("lazy", "eager", "routed", "draft-only", "heavy-only")
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class Answer:
     heavy_cancelled: bool = False
     draft_error: str = ""  # why the draft failed, when it did (the heavy tier answered)
     heavy_verdict: Verdict | None = None  # the heavy answer against the chunks it was given
+    route: Route | None = None  # the router's decision (``routed`` policy)
 
     @property
     def shown_verdict(self) -> Verdict | None:
@@ -115,6 +117,7 @@ class Answer:
             "heavy_only_cost_usd": self.heavy_only_cost_usd,
             "heavy_cancelled": self.heavy_cancelled,
             "draft_error": self.draft_error or None,
+            "route": self.route.to_dict() if self.route else None,
         }
 
 
@@ -129,3 +132,4 @@ class StageEvent:
     heavy: HeavyAnswer | None = None
     reranked: tuple[Hit, ...] = ()
     answer: Answer | None = None
+    route: Route | None = None

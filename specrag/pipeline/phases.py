@@ -21,7 +21,7 @@ from dataclasses import replace
 from specrag.generators.base import Usage
 from specrag.pipeline import costs
 from specrag.pipeline.events import Answer, Citation, Draft, Generation, HeavyAnswer, StageEvent
-from specrag.pipeline.prompts import build_messages, cited_numbers
+from specrag.pipeline.prompts import build_messages, cited_numbers, cut_for
 from specrag.retrieval.fusion import fuse_orders
 from specrag.security import redacting
 from specrag.types import Hit
@@ -47,11 +47,15 @@ class QuestionRun:
         self.heavy_cancelled = False
         self.heavy_verdict = None
         self.draft_error = ""
+        self.route = None  # the router's decision (``routed``); the policy stays "routed"
 
     # -- draft and verify ------------------------------------------------------------
     async def draft_phase(self):
-        chunks = [h.chunk for h in self.hits[:self.s.retrieval.draft_k]]
-        messages = build_messages(self.question, chunks, "draft")
+        r = self.s.retrieval
+        chunks = [h.chunk for h in self.hits[:r.draft_k]]
+        # the prompt holds each chunk's part about the question; citations the whole chunk
+        messages = build_messages(self.question, cut_for(self.question, chunks, r.draft_words),
+                                  "draft")
         g = self.s.generation
         items = self.e.tier("draft").stream(messages, max_tokens=g.draft_max_tokens,
                                             temperature=g.temperature)
@@ -88,8 +92,10 @@ class QuestionRun:
         return tuple(replace(self.hits[j], score=score[j], rank=i + 1) for i, j in enumerate(order))
 
     def _heavy_messages(self, reranked) -> tuple[list[dict], list]:
-        chunks = [h.chunk for h in reranked[:self.s.retrieval.heavy_k]]
-        return build_messages(self.question, chunks, "heavy"), chunks
+        r = self.s.retrieval
+        chunks = [h.chunk for h in reranked[:r.heavy_k]]
+        return build_messages(self.question, cut_for(self.question, chunks, r.heavy_words),
+                              "heavy"), chunks
 
     async def _heavy_to_queue(self, queue: asyncio.Queue) -> None:
         """Eager mode: rerank, then generate into a buffer the consumer may never read."""
@@ -206,7 +212,7 @@ class QuestionRun:
             verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
             usage=tuple(u for u in self.usage if u), cost_usd=spent,
             heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled,
-            draft_error=self.draft_error)
+            draft_error=self.draft_error, route=self.route)
         return StageEvent("final", self.clock(), answer=answer)
 
     def _heavy_only_cost(self) -> float:

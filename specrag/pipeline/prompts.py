@@ -6,13 +6,20 @@ prompt says document text is data to quote, that instructions inside documents m
 be ignored, that answers cite documents as ``[n]``, and that the exact reply when the
 documents do not contain the answer is ``The documents do not say.``
 
+``cut_for(question, chunks, max_words)`` gives each chunk's sentences most about the
+question (``evidence.select``), same ids and sources, so a citation ``[n]`` still names
+chunk n and shows it whole.
+
 Deliberately not here: which chunks are used (the engine decides) or model calls.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from specrag.grounding.evidence import select
+from specrag.grounding.text import stems
 from specrag.types import Chunk
 
 NOT_FOUND = "The documents do not say."
@@ -48,6 +55,13 @@ def build_messages(question: str, chunks: list[Chunk], tier: str = "draft") -> l
     user = (f"Documents:\n{format_documents(chunks)}\n\n"
             f"Question: {question.strip()}\n{STYLE[tier]}")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def cut_for(question: str, chunks: list[Chunk], max_words: int) -> list[Chunk]:
+    """Each chunk cut to its sentences most about ``question`` (``max_words`` 0: whole)."""
+    if max_words <= 0:
+        return list(chunks)
+    return [replace(c, text=select(c.text, question, max_words, words=stems)) for c in chunks]
 
 
 def cited_numbers(answer: str) -> list[int]:

@@ -37,6 +37,7 @@ class Turn:
     error: str = ""
     draft_error: str = ""  # the draft's generation failed; the heavy tier answers
     note: str = ""  # shown while nothing has arrived yet (e.g. "loading models")
+    route: object = None  # the router's decision (``routed`` policy)
     _seen: set = field(default_factory=set)  # event kinds so far
 
     def apply(self, ev) -> "Turn":
@@ -44,6 +45,9 @@ class Turn:
         if ev.kind == "retrieved":
             self.hits = ev.hits
             self.note = f"{len(ev.hits)} passages retrieved · generating…"
+        elif ev.kind == "routed":
+            self.route = ev.route
+            self.note = f"{len(self.hits)} passages retrieved · {ev.route.label} · generating…"
         elif ev.kind == "draft_token":
             self.draft += ev.text
         elif ev.kind == "draft_done":
@@ -249,13 +253,15 @@ def render_turn(turn: Turn) -> str:
     if stage == "empty" and not cards:
         cards.append(_card("draft", "no passages", "rejected", "", _text(turn.answer.text),
                            False, True))
+    route = (f'<div class="sr-route" data-route="{escape(turn.route.route)}">'
+             f"{escape(turn.route.label)}</div>" if turn.route is not None else "")
     cols = " sr-two" if len(cards) == 2 else ""
     link = ('<div class="sr-link" aria-hidden="true">→</div>' if len(cards) == 2 else "")
     body = link.join(cards)
     error = f'<div class="sr-error">{escape(turn.error)}</div>' if turn.error else ""
     return (f'<article class="sr-turn" data-state="{stage}">'
             f'<div class="sr-q"><span class="sr-who">You</span>{escape(turn.question)}</div>'
-            f'<div class="sr-answers{cols}">{body}</div>{error}'
+            f'{route}<div class="sr-answers{cols}">{body}</div>{error}'
             f"{citations_html(turn.answer)}{meta_line(turn.answer)}</article>")
 
 

@@ -1,0 +1,62 @@
+"""``specrag train router RUN_DIR...``: fit the query router and print its report.
+
+The report is the router's benchmark: out-of-fold AUROC per run and the routed policy
+replayed over its threshold (accuracy, p50 latency and heavy tokens against heavy-only)
+for runs that hold heavy-only rows; ``--report DIR`` also writes ``router.json`` (the
+figures) and ``router.md``. Deliberately not here: the fitting (``training.router``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from specrag.types import SpecragError
+
+
+def _f(v, pct=False) -> str:
+    if v is None or v != v:
+        return "–"
+    return f"{100 * v:.1f}%" if pct else f"{v:.3f}"
+
+
+def to_markdown(r: dict) -> str:
+    m = r["model"]
+    lines = [f"# Query router ({r['questions']} questions: {m['fitted_on']})", "",
+             f"Label: the draft was accepted by today's verifier and right; "
+             f"{_f(r['draft_will_do'], True)} of drafts. Out-of-fold AUROC "
+             f"**{_f(r['auroc_out_of_fold'])}** (5 folds by question id). Shipped threshold "
+             f"{r['threshold']} = median draft path / median heavy-only answer "
+             f"({_f(r['draft_heavy_ratio'])}).", "",
+             "| run | questions | draft will do | AUROC |", "|---|---|---|---|"]
+    for run, x in r["per_run"].items():
+        lines.append(f"| {run} | {x['questions']} | {_f(x['draft_will_do'], True)} | {_f(x['auroc'])} |")
+    for run, points in r["curve"].items():
+        lines += ["", f"## Routed policy replayed on `{run}` (out-of-fold router; recorded "
+                      "generations)", "",
+                  "| threshold | drafted | correct | heavy-only correct | accepted precision "
+                  "| p50 vs heavy-only | heavy tokens vs heavy-only |", "|---|---|---|---|---|---|---|"]
+        for pt in points[::2]:
+            lines.append(f"| {pt['threshold']:.2f} | {_f(pt['draft_share'], True)} | "
+                         f"{_f(pt['accuracy'], True)} | {_f(pt['heavy_only_accuracy'], True)} | "
+                         f"{_f(pt['accepted_precision'], True)} | {_f(pt['p50_vs_heavy_only'])}x | "
+                         f"{_f(pt['tokens_vs_heavy_only'])}x |")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_train_router(args, settings) -> int:
+    from specrag.training.router import train_router
+
+    if not args.runs:
+        raise SpecragError("specrag train router needs one or more `bench e2e` run folders")
+    r = train_router(args.runs, settings, out=Path(args.out) if args.out else None,
+                     progress=not args.json)
+    r = {**r, "model": asdict(r["model"])}
+    if args.report:
+        out = Path(args.report)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "router.json").write_text(json.dumps(r, indent=1))
+        (out / "router.md").write_text(to_markdown(r))
+    print(json.dumps(r, indent=1) if args.json else to_markdown(r) + f"\nrouter written to {r['path']}")
+    return 0
