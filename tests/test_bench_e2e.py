@@ -8,6 +8,7 @@ from specrag.bench import e2e, e2e_report
 from specrag.generators.base import Timer, Usage
 from specrag.grounding.verifier import Verifier
 from specrag.pipeline.engine import SpeculativeRAG
+from specrag.routing.features import FEATURES
 from specrag.testing.mockapi import first_sentence_answer
 from specrag.testing.stand_ins import OrderRanker
 from tests.support.docs import write_handbook
@@ -75,7 +76,11 @@ def test_harness_scores_every_policy_and_resumes(tmp_path, byod, embedder):
     result = run(tmp_path, byod, embedder, gens)
     out = tmp_path / "out"
     rows = [json.loads(l) for l in (out / "rows.jsonl").read_text().splitlines()]
-    assert len(rows) == 12 and {r["policy"] for r in rows} == set(e2e.POLICIES)
+    assert len(rows) == 15 and {r["policy"] for r in rows} == set(e2e.POLICIES)
+    routed = [r for r in rows if r["policy"] == "routed"]
+    assert all(r["route"] in ("draft", "heavy") and 0 <= r["p_draft"] <= 1 for r in routed)
+    assert all(set(r["route_features"]) == set(FEATURES) for r in rows)  # train router from rows
+    assert all((r["draft"] is None) == (r["route"] == "heavy") for r in routed)
     pol = result["policies"]
     assert pol["heavy-only"]["vs_heavy_only"]["contains"] == 1.0
     assert pol["draft-only"]["heavy_tokens"] == 0 and pol["heavy-only"]["heavy_tokens"] > 0
@@ -95,9 +100,9 @@ def test_harness_scores_every_policy_and_resumes(tmp_path, byod, embedder):
     fresh = {"draft": Extractive("fake"), "heavy": Extractive("anthropic")}
     again = run(tmp_path, byod, embedder, fresh)
     redone = fresh["draft"].calls + fresh["heavy"].calls
-    assert 0 < redone <= 5 * 2  # only the 5 missing answers were generated again
+    assert 0 < redone <= 8 * 2  # only the 8 missing answers were generated again
     rows = [json.loads(l) for l in (out / "rows.jsonl").read_text().splitlines()]
-    assert len(rows) == 12 and len({(r["id"], r["policy"]) for r in rows}) == 12
+    assert len(rows) == 15 and len({(r["id"], r["policy"]) for r in rows}) == 15
     assert again["policies"]["heavy-only"]["n"] == 3
 
     (out / "e2e.md").unlink()
@@ -128,7 +133,24 @@ def test_reverify_rescores_the_stored_drafts_without_generating(tmp_path, byod, 
     assert always["replayed_lazy"]["heavy_tokens"] == 0
     assert "replayed lazy vs heavy-only" in (tmp_path / "always" / "reverify.md").read_text()
     stored = [json.loads(l) for l in (out / "rows.jsonl").read_text().splitlines()]
-    assert len(stored) == 12  # the run's own rows are left as they were
+    assert len(stored) == 15  # the run's own rows are left as they were
+
+
+def test_slices_report_each_slice_and_all_pooled(tmp_path, byod, embedder):
+    from specrag.bench import slices
+
+    gens = {"draft": Extractive("fake"), "heavy": Extractive("anthropic")}
+    rows = run(tmp_path, byod, embedder, gens)["rows"]
+    # the same three questions as two slices: pooled, they stay six distinct questions
+    summaries = slices.combined({"squad": rows, "halueval-qa": rows[:10]}, {"n": 3})
+    assert set(summaries) == {"squad", "halueval-qa", "overall"}
+    overall, one = summaries["overall"]["policies"], summaries["squad"]["policies"]
+    assert overall["heavy-only"]["n"] == one["heavy-only"]["n"] + summaries["halueval-qa"][
+        "policies"]["heavy-only"]["n"]
+    assert overall["heavy-only"]["heavy_tokens"] > one["heavy-only"]["heavy_tokens"]
+    md = slices.to_markdown(summaries)
+    assert "## squad (single-hop, 3 questions)" in md and "## overall (all slices" in md
+    assert "| routed |" in md and "routed to draft" in md
 
 
 def test_unknown_policy_and_missing_corpus(tmp_path, byod):

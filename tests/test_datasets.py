@@ -76,7 +76,31 @@ def test_squad(tmp_path):
 
 
 def test_names(tmp_path):
-    assert set(DATASETS) == {"halueval-qa", "squad"}
+    assert set(DATASETS) == {"halueval-qa", "squad", "counterfactual-squad"}
     assert passage_file_name("abc123") == "abc123.txt"
     with pytest.raises(ValueError, match="unknown dataset"):
         load_dataset("nope", make_settings(tmp_path))
+
+
+def test_counterfactual_squad_contradicts_the_original_passages(tmp_path):
+    import re
+
+    from specrag.training.data import split_of
+
+    s = make_settings(tmp_path)
+    squad, cf = load_squad(s), load_dataset("counterfactual-squad", s)
+    _consistent(cf)
+    assert len(cf.items) >= 30 and len(cf.passages) == len(squad.passages)
+    orig = {it.question: it for it in squad.items}
+    old_text = {p.id: p.text for p in squad.passages}
+    new_by_id = cf.passages_by_id()
+    for item in cf.items:
+        before = orig[item.question]
+        passage = new_by_id[item.gold_passage_id].text
+        assert item.gold_passage_id not in old_text  # a changed paragraph replaced the original
+        assert re.search(rf"(?<!\\w){re.escape(item.answers[0])}(?!\\w)", passage)
+        assert not any(a in item.answers for a in before.answers)  # the world's answer is not gold
+        assert split_of(before.gold_passage_id) != "train"  # the verifier never trained on it
+    assert len({it.gold_passage_id for it in cf.items}) == len(cf.items)  # one question each
+    assert load_dataset("counterfactual-squad", s, n=20, seed=1).items == \
+        load_dataset("counterfactual-squad", s, n=20, seed=1).items

@@ -52,6 +52,8 @@ def _policy(rows: list[dict]) -> dict:
         "heavy_tokens": sum(r["heavy_tokens_in"] + r["heavy_tokens_out"] for r in rows),
         "cost_usd": sum(r["cost_usd"] for r in rows),
         "gold_retrieved": _mean(float(r["gold_retrieved"]) for r in rows if r.get("gold_source")),
+        # routed: the share the router sent to the draft tier
+        "drafted_share": _mean(float(r["route"] == "draft") for r in rows if r.get("route")),
         "stages_ms": {st: _mean(r["timings_ms"].get(st) for r in rows) for st in STAGES},
     }
 

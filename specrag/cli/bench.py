@@ -40,10 +40,14 @@ def add_parsers(sub) -> None:
 
     p = bsub.add_parser("e2e", help="speed/cost/quality of every policy on a QA set")
     p.add_argument("--dataset", default="halueval-qa",
-                   help="halueval-qa, squad, or a .jsonl file of your own (needs --corpus)")
+                   help="halueval-qa, squad, counterfactual-squad, or a .jsonl file of your own "
+                        "(needs --corpus); several, comma-separated: one run per slice in "
+                        "OUT/SLICE and slices.md with each slice and all of them pooled")
+    p.add_argument("--slices", action="store_true",
+                   help="the three slices: squad,halueval-qa,counterfactual-squad")
     p.add_argument("--corpus", help="folder of documents for a .jsonl dataset")
     p.add_argument("--n", type=int, default=100)
-    p.add_argument("--policies", default="heavy-only,draft-only,lazy,eager")
+    p.add_argument("--policies", default="heavy-only,draft-only,lazy,eager,routed")
     p.add_argument("--heavy", default="local",
                    help="local, anthropic, or a generation spec such as openai:MODEL")
     p.add_argument("--max-passages", type=int, default=None,
@@ -52,6 +56,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", default=None, help="output folder (resumes a run found there)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_e2e)
+
+    p = bsub.add_parser("prompts", help="prompt tokens vs gold answer kept, per draft/heavy "
+                                        "prompt size (retrieval and rerank only, no generation)")
+    p.add_argument("--dataset", default="squad", help="halueval-qa, squad or counterfactual-squad")
+    p.add_argument("--n", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="results folder (prompts.json, prompts.md)")
+    p.set_defaults(func=cmd_prompts)
 
     p = bsub.add_parser("report", help="re-render e2e.md and e2e.html from an e2e.json")
     p.add_argument("run_json")
@@ -115,9 +127,34 @@ def cmd_retrieval(args, settings) -> int:
     return 0
 
 
-def cmd_e2e(args, settings) -> int:
-    from specrag.bench import e2e, e2e_report
+def cmd_prompts(args, settings) -> int:
+    from specrag.bench import prompts
 
+    out = Path(args.out or settings.data_path / "bench" / "prompts")
+    result = prompts.run(settings, args.dataset, args.n, str(out), args.seed)
+    (out / "prompts.json").write_text(json.dumps(result, indent=1))
+    (out / "prompts.md").write_text(prompts.to_markdown(result))
+    print(prompts.to_markdown(result))
+    return 0
+
+
+def cmd_e2e(args, settings) -> int:
+    from specrag.bench import e2e, e2e_report, slices
+
+    names = list(slices.SLICES) if args.slices else args.dataset.split(",")
+    if len(names) > 1:
+        out = Path(args.out or settings.data_path / "bench" / "e2e")
+        runs = {name: e2e.run(settings, name, n=args.n, policies=tuple(args.policies.split(",")),
+                              out_dir=str(out / name), seed=args.seed, heavy=args.heavy,
+                              max_passages=args.max_passages) for name in names}
+        summaries = slices.combined({k: r["rows"] for k, r in runs.items()},
+                                    {"n": args.n, "slices": names})
+        (out / "slices.json").write_text(json.dumps(
+            {k: {kk: vv for kk, vv in v.items() if kk != "rows"} for k, v in summaries.items()},
+            indent=1))
+        (out / "slices.md").write_text(slices.to_markdown(summaries))
+        print(slices.to_markdown(summaries))
+        return 0
     result = e2e.run(settings, args.dataset, n=args.n, policies=tuple(args.policies.split(",")),
                      out_dir=args.out, seed=args.seed, corpus=args.corpus, heavy=args.heavy,
                      max_passages=args.max_passages)

@@ -30,14 +30,21 @@ from __future__ import annotations
 import random
 import re
 
-from specrag.grounding.spans import MONTHS, key_spans, numbers, value_of
-from specrag.grounding.text import STOP_WORDS, WORD, split_sentences
+from specrag.grounding.spans import key_spans
+from specrag.grounding.text import WORD, split_sentences
 from specrag.training.data import Pair, qa_claim, split_of
+from specrag.training.swaps import (
+    YEAR,
+    answer_pools,
+    answer_type,
+    gone,
+    shifted,
+    swap,
+    swap_answer,
+    whole,
+)
 
 SETS = ("counterfactual", "counterfactual-vitc", "paraphrase", "noisy")
-_YEAR = re.compile(r"^(1[0-9]\d\d|20[0-4]\d)$")
-_NUM = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
-_NAMEISH = re.compile(r"^[A-Z][\w.'\u2019-]*(?:\s+(?:of|de|the|and|van|von|da|di)?\s*[A-Z][\w.'\u2019-]*){0,4}$")
 _SYNONYMS = {"began": "started", "begin": "start", "large": "big", "largest": "biggest",
              "located": "situated", "approximately": "about", "roughly": "about",
              "purchased": "bought", "famous": "well known", "received": "got",
@@ -55,59 +62,6 @@ _QUANT = [("all", "some"), ("always", "sometimes"), ("most", "few"), ("many", "f
 _NEG = re.compile(r"\b(is|was|are|were|has|had|can|could|will|would|does|did)\b(?!\s+not)")
 
 
-def answer_type(question: str, answer: str) -> str | None:
-    a = answer.strip().rstrip(".")
-    if _YEAR.match(a):
-        return "year"
-    if _NUM.match(a):
-        return "number"
-    if a.lower() in MONTHS:
-        return "month"
-    if _NAMEISH.match(a) and len(a) > 2:
-        wh = next((w for w in ("whom", "whose", "who", "where", "which", "what")
-                   if re.search(rf"\b{w}\b", question.lower())), "other")
-        return "person" if wh in ("who", "whom", "whose") else f"name:{wh}"
-    return None
-
-
-def shifted(value: str, kind: str, rng: random.Random) -> str:
-    """Another year, number or month of the same shape."""
-    if kind == "year":
-        return str(int(value) + rng.choice([-17, -9, -4, -2, 3, 5, 8, 13]))
-    if kind == "month":
-        i = MONTHS.index(value.lower())
-        return MONTHS[(i + rng.randint(2, 10)) % 12].capitalize()
-    v = value_of(value)
-    if v is None:
-        return value + "0"
-    new = v * rng.choice([0.5, 2, 3, 1.5, 4]) + rng.choice([1, 3, 7])
-    if re.search(r"\d(st|nd|rd|th)$", value):
-        n = int(new)
-        return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-    out = f"{int(new):,}" if "," in value else str(int(new)) if "." not in value else f"{new:.1f}"
-    return out if out != value else str(int(new) + 1)
-
-
-def _whole(span: str) -> str:
-    """``span`` as a whole-word pattern."""
-    return rf"(?<![\w]){re.escape(span)}(?![\w])"
-
-
-def _swap(text: str, old: str, new: str) -> str:
-    return re.sub(_whole(old), new, text)
-
-
-def gone(value: str, text: str) -> bool:
-    """No trace of ``value`` left in ``text``: none of its words (``Joe`` of "Joe Orton"
-    in 'John "Joe" Orton'), or for a number its value, so the world's claim is really
-    unsupported (a partial swap would make a wrong label)."""
-    if value_of(value) is not None:
-        return value_of(value) not in numbers(text)
-    words = {w for w in WORD.findall(value.lower()) if w not in STOP_WORDS and len(w) > 2}
-    have = set(WORD.findall(text.lower()))
-    return bool(words) and not words & have
-
-
 def _norm(text: str) -> str:
     return " ".join(WORD.findall(text.lower()))
 
@@ -122,7 +76,7 @@ def qa_items(settings) -> list[tuple[str, str, str, str]]:
         for it in ds.items:
             p = by_id[it.gold_passage_id]
             for a in it.answers:
-                if a and re.search(_whole(a), p.text):
+                if a and re.search(whole(a), p.text):
                     out.append((p.id, p.text, it.question, a))
                     break
     return out
@@ -130,31 +84,20 @@ def qa_items(settings) -> list[tuple[str, str, str, str]]:
 
 def counterfactual(items, seed: int = 0, limit: int | None = None) -> list[Pair]:
     rng = random.Random(seed)
-    pools: dict[str, list[str]] = {}
-    for _, _, q, a in items:
-        if (t := answer_type(q, a)) and not t.startswith(("year", "number", "month")):
-            pools.setdefault(t, []).append(a)
+    pools = answer_pools(items)
     out = []
     for pid, text, q, a in items[:limit]:
+        swapped = swap_answer(text, q, a, pools, rng)
+        if swapped is None:
+            continue
+        passage, new = swapped
         kind = answer_type(q, a)
-        if kind is None:
-            continue
-        if kind in ("year", "number", "month"):
-            new = shifted(a, kind, rng)
-        else:
-            pool = [x for x in pools.get(kind, []) if x.lower() not in text.lower()]
-            if not pool:
-                continue
-            new = rng.choice(pool)
-        passage = _swap(text, a, new)
-        if passage == text or not gone(a, passage):
-            continue
-        sent = next((s for s in split_sentences(text) if re.search(_whole(a), s)), None)
+        sent = next((s for s in split_sentences(text) if re.search(whole(a), s)), None)
         split = split_of(pid)
         out += [Pair(passage, qa_claim(q, new), 1.0, "counterfactual", split, f"qa-{kind}"),
                 Pair(passage, qa_claim(q, a), 0.0, "counterfactual", split, f"qa-{kind}")]
         if sent and 5 <= len(sent.split()) <= 60:
-            out += [Pair(passage, _swap(sent, a, new), 1.0, "counterfactual", split, f"sentence-{kind}"),
+            out += [Pair(passage, swap(sent, a, new), 1.0, "counterfactual", split, f"sentence-{kind}"),
                     Pair(passage, sent, 0.0, "counterfactual", split, f"sentence-{kind}")]
     return out
 
@@ -168,12 +111,12 @@ def counterfactual_vitc(vitc_pairs: list[Pair], seed: int = 0) -> list[Pair]:
         if p.label < 0.5:
             continue
         shared = [(k, s) for k, s in key_spans(p.hypothesis)
-                  if re.search(_whole(s), p.premise)]
+                  if re.search(whole(s), p.premise)]
         if not shared:
             continue
         kind, span = rng.choice(shared)
         if kind == "number":
-            new = shifted(span, "year" if _YEAR.match(span) else "number", rng)
+            new = shifted(span, "year" if YEAR.match(span) else "number", rng)
         elif kind == "month":
             new = shifted(span, "month", rng).lower() if span.islower() else shifted(span, "month", rng)
         else:  # a few draws: the first may be a name the evidence already holds
@@ -181,7 +124,7 @@ def counterfactual_vitc(vitc_pairs: list[Pair], seed: int = 0) -> list[Pair]:
                         if n.lower() not in p.premise.lower()), None)
             if new is None:
                 continue
-        premise, claim = _swap(p.premise, span, new), _swap(p.hypothesis, span, new)
+        premise, claim = swap(p.premise, span, new), swap(p.hypothesis, span, new)
         if premise == p.premise or claim == p.hypothesis or not gone(span, premise):
             continue
         out += [Pair(premise, claim, 1.0, "counterfactual-vitc", p.split, kind),
@@ -228,8 +171,8 @@ def near_miss(sentence: str, passage: str, rng: random.Random) -> tuple[str, str
     options = []
     for kind, span in spans:
         if kind == "number":
-            options.append(("year" if _YEAR.match(span) else "number", span,
-                            shifted(span, "year" if _YEAR.match(span) else "number", rng)))
+            options.append(("year" if YEAR.match(span) else "number", span,
+                            shifted(span, "year" if YEAR.match(span) else "number", rng)))
         elif kind == "month":
             options.append(("month", span, shifted(span, "month", rng).lower()))
         elif others:
@@ -241,7 +184,7 @@ def near_miss(sentence: str, passage: str, rng: random.Random) -> tuple[str, str
         options.append(("negation", m[0], m[0] + " not"))
     rng.shuffle(options)
     for kind, old, new in options:
-        out = _swap(sentence, old, new) if kind != "negation" else sentence.replace(old, new, 1)
+        out = swap(sentence, old, new) if kind != "negation" else sentence.replace(old, new, 1)
         if out != sentence:
             return out, kind
     return None
