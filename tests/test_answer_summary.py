@@ -10,7 +10,7 @@ from specrag.ui.chat import meta_line
 
 def answer(**timings):
     return SimpleNamespace(tier="heavy", policy="lazy", cost_usd=0.0025, heavy_only_cost_usd=0.01,
-                           timings_ms=timings, citations=())
+                           timings_ms=timings, citations=(), route=None)
 
 
 def test_stages_then_first_token_then_total_only_when_recorded():

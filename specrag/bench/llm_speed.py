@@ -6,7 +6,14 @@ runs it through ``LlamaCppGenerator`` (in its worker process unless ``--isolatio
 thread``) without the prompt cache, generates 64 tokens and prints load time, first-token
 time and decode tokens/s (best of three runs).
 
-Deliberately not here: answer quality (``bench e2e``).
+``--shapes`` (``shapes()``) times the first token of the draft prompt as it is served,
+in three shapes: whole chunks with nothing cached, whole chunks after another question
+(llama.cpp keeps the previous prompt, so only the shared system prefix is reused), and
+chunks cut to ``draft_words`` about the question (``prompts.cut_for``) after another
+question: two questions over different passages alternate, so no run reuses more than
+the prefix every question shares. Median of ``runs`` per shape, ratios to the first.
+
+Deliberately not here: answer quality (``bench e2e``, ``bench prompts``).
 """
 
 from __future__ import annotations
@@ -67,3 +74,57 @@ def measure(path: str, threads: int = 2, new_tokens: int = 64, isolation: str = 
     finally:
         gen.close()
     return best
+
+
+OTHER = ("Allison Beth Goertz is an American musician known for satirical songs. " * 4,
+         "Arthur's Magazine was an American literary periodical published in Philadelphia. " * 4,
+         "First for Women is a woman's magazine published by Bauer Media Group in the USA. " * 4)
+OTHER_QUESTION = "Which magazine was published in Philadelphia?"
+
+
+def shapes(path: str, threads: int = 2, words: int = 60, runs: int = 5) -> dict:
+    """First-token time of the served draft prompt: whole/no cache, whole/prefix cached,
+    cut to ``words``/prefix cached (see the module docstring)."""
+    import asyncio
+    import statistics
+
+    from specrag.generators.llamacpp import LlamaCppGenerator
+    from specrag.pipeline.prompts import cut_for
+
+    def chunks(texts):
+        return [Chunk(f"c{i}", "d", f"doc{i}.txt", p, i, 0, len(p), "h", "v")
+                for i, p in enumerate(texts)]
+
+    mine, other = chunks(PASSAGES), chunks(OTHER)
+    prompts = {"whole, nothing cached": (build_messages(QUESTION, mine), None, False),
+               "whole, prefix cached": (build_messages(QUESTION, mine),
+                                        build_messages(OTHER_QUESTION, other), True),
+               f"cut to {words} words, prefix cached": (
+                   build_messages(QUESTION, cut_for(QUESTION, mine, words)),
+                   build_messages(OTHER_QUESTION, cut_for(OTHER_QUESTION, other, words)), True)}
+    out = {}
+    for name, (msgs, before, cache) in prompts.items():
+        gen = LlamaCppGenerator(model_path=path, threads=threads, prompt_cache=cache).warm_up()
+
+        async def first_token(m):
+            start, tokens = time.perf_counter(), None
+            async for item in gen.stream(m, max_tokens=2, temperature=0.0):
+                if isinstance(item, str) and tokens is None:
+                    tokens = time.perf_counter() - start
+                elif not isinstance(item, str):
+                    out.setdefault(name, {})["prompt_tokens"] = item.input_tokens
+            return tokens
+
+        try:
+            times = []
+            for _ in range(runs):
+                if before is not None:
+                    asyncio.run(first_token(before))  # the previous question's prompt
+                times.append(asyncio.run(first_token(msgs)))
+        finally:
+            gen.close()
+        out[name]["ttft_s"] = round(statistics.median(times), 3)
+    base = next(iter(out.values()))["ttft_s"]
+    for v in out.values():
+        v["vs_first"] = round(v["ttft_s"] / base, 3)
+    return out

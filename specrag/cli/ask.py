@@ -101,8 +101,8 @@ async def _render(engine, question, policy, collection) -> None:
 
 def summary(answer) -> str:
     """The timing/cost line (``pipeline.summary``'s facts, in seconds) and the citations."""
-    parts = [f"answer from the {answer.tier} tier ({answer.policy}"
-             + (f", route {answer.route.route} {answer.route.p_draft:.2f})" if answer.route else ")")]
+    route = f", route {answer.route.route} {answer.route.p_draft:.2f}" if answer.route else ""
+    parts = [f"answer from the {answer.tier} tier ({answer.policy}{route})"]
     parts += [f"{label} {ms / 1000:.2f}s" for label, ms in timing_parts(answer)]
     cost, heavy_only, _ = cost_parts(answer)
     parts.append(f"cost ${cost:.5f} (heavy-only ${heavy_only:.5f})")

@@ -101,6 +101,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--isolation", choices=("process", "thread"), default="process")
     p.add_argument("--extra-bufts", action="store_true", help="let llama.cpp repack weights")
+    p.add_argument("--shapes", action="store_true",
+                   help="first token of the served draft prompt: whole, prefix cached, cut")
+    p.add_argument("--words", type=int, default=60, help="--shapes: words per cut chunk")
     p.set_defaults(func=cmd_llm_speed)
 
     p = bsub.add_parser("concurrency", help="what a second user waits while the first one's "
@@ -217,6 +220,9 @@ def cmd_llm_speed(args, _settings) -> int:
     from specrag.bench import llm_speed
 
     for model in args.models:
+        if args.shapes:
+            print(json.dumps(llm_speed.shapes(model, args.threads, args.words), indent=1))
+            continue
         print(llm_speed.measure(model, args.threads, isolation=args.isolation,
                                 extra_bufts=args.extra_bufts), flush=True)
     return 0
