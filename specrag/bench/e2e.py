@@ -7,7 +7,9 @@
    of aliases) and optional ``gold_source`` (a file name in DIR));
 2. ingests the corpus once into ``OUT/data`` (re-ingest is a no-op: unchanged files);
 3. answers every question with every policy, appending one JSON row per (question,
-   policy) to ``OUT/rows.jsonl`` as it goes: a killed run resumes where it stopped;
+   policy) to ``OUT/rows.jsonl`` as it goes: a killed run resumes where it stopped.
+   A row records the route (``routed``) and the router's inputs for the question
+   (``route_features``), so ``specrag train router`` learns from rows alone;
 4. scores each answer (EM, F1, containment; faithfulness = the verifier over the final
    answer and the chunks it was written from) and writes ``e2e.json``, ``e2e.md`` and
    ``e2e.html`` through ``e2e_report``.

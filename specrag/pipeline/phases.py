@@ -4,7 +4,8 @@
 question while ``SpeculativeRAG._stages`` walks it through the policy: ``draft_phase``
 (stream the draft from the top ``draft_k`` hits, then verify it against the top
 ``verify_k``), ``heavy_phase`` (rerank the broad set, stream the heavy answer from the
-top ``heavy_k``) and, under ``eager``, ``start_eager`` / ``cancel_eager`` (rerank and
+top ``heavy_k``; each prompt chunk cut to ``draft_words`` / ``heavy_words`` about the
+question when set, ``prompts.cut_for``) and, under ``eager``, ``start_eager`` / ``cancel_eager`` (rerank and
 heavy generation started beside the draft, into a bounded buffer). ``final`` makes the
 ``Answer``: citations, usage, cost and what heavy-only would have cost.
 

@@ -27,6 +27,7 @@ is regenerated; the rows are replayed).
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -100,27 +101,27 @@ def out_of_fold(rows: list[dict]) -> np.ndarray:
     return p
 
 
+def _policy_rows(run_dir: Path, policy: str) -> list[dict]:
+    rows = [json.loads(x) for x in (run_dir / "rows.jsonl").read_text().splitlines() if x.strip()]
+    return [r for r in rows if r["policy"] == policy]
+
+
 def draft_heavy_ratio(run_dirs) -> float | None:
     """Median draft path / median heavy-only answer over the runs that have both."""
-    import json
-
     d_ms, h_ms = [], []
     for d in map(Path, run_dirs):
-        rows = [json.loads(x) for x in (d / "rows.jsonl").read_text().splitlines() if x.strip()]
-        if any(r["policy"] == "heavy-only" for r in rows):
-            d_ms += [r["timings_ms"]["total"] for r in rows if r["policy"] == "draft-only"]
-            h_ms += [r["timings_ms"]["total"] for r in rows if r["policy"] == "heavy-only"]
+        heavy = _policy_rows(d, "heavy-only")
+        if heavy:
+            d_ms += [r["timings_ms"]["total"] for r in _policy_rows(d, "draft-only")]
+            h_ms += [r["timings_ms"]["total"] for r in heavy]
     return percentile(d_ms, 50) / percentile(h_ms, 50) if d_ms and h_ms else None
 
 
 def curve(rows: list[dict], p: np.ndarray, run_dirs, steps: int = 20) -> dict[str, list[dict]]:
     """Per run with heavy-only rows: the routed policy replayed at thresholds 0..1."""
-    import json
-
     out = {}
     for d in map(Path, run_dirs):
-        raw = [json.loads(x) for x in (d / "rows.jsonl").read_text().splitlines() if x.strip()]
-        heavy = [r for r in raw if r["policy"] == "heavy-only"]
+        heavy = _policy_rows(d, "heavy-only")
         if not heavy:
             continue
         mine = [(r, q) for r, q in zip(rows, p) if r["run"] == d.name]
