@@ -86,6 +86,9 @@ class VerifySettings:
     answer_threshold: float = 0.6868  # P(right) needed instead, when acceptance is on (calibrate --e2e)
     supported_threshold: float = 0.5  # grounded at least this: "supported by the documents"
     check_heavy: bool = True  # verify the heavy answer too, so every shown answer has a verdict
+    # score each draft sentence as it completes; one that rules the draft out stops it and
+    # starts the heavy tier at once (not under draft-only; ``pipeline.early``)
+    early_reject: bool = True
 
 
 @dataclass(frozen=True)

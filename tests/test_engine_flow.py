@@ -175,3 +175,53 @@ def test_every_shown_answer_carries_its_verdict(tmp_path):
     eng, _, _ = engine(tmp_path, "Staff get forty weeks.", **{"verify.check_heavy": False})
     ans = asyncio.run(eng.aask("leave?", policy="heavy-only"))
     assert ans.heavy_verdict is None and ans.supported is None
+
+
+def test_a_sentence_that_sinks_the_draft_stops_it_and_the_heavy_tier_answers(tmp_path):
+    # the first sentence is unsupported; the rest would take 40 more tokens to stream
+    reply = "Staff get forty weeks of unpaid sabbatical. " + " ".join(["More"] * 40) + "."
+    eng, draft, heavy = engine(tmp_path, reply, delay=0.02, **{"verify.acceptance": "off"})
+    evs = asyncio.run(events_of(eng, policy="lazy"))
+    ans = evs[-1].answer
+    assert ans.early_rejected is not None and ans.early_rejected.sentence.startswith("Staff get")
+    assert ans.early_rejected.score < eng.verifier.threshold
+    assert ans.tier == "heavy" and not ans.verdict.accepted and draft.cancelled == 1
+    tokens = [e for e in evs if e.kind == "draft_token"]
+    assert len(tokens) < 20 and ans.draft.text.count("More") < 15  # stopped early
+    assert "early_reject" in ans.timings_ms and ans.to_dict()["early_rejected"]["score"] < 0.5
+    kinds = [e.kind for e in evs]
+    assert [KINDS.index(k) for k in kinds] == sorted(KINDS.index(k) for k in kinds)
+    # draft-only keeps the whole draft (nothing to escalate to), and so does the setting off
+    only = asyncio.run(eng.aask("How much annual leave?", policy="draft-only"))
+    assert only.early_rejected is None and only.draft.text.endswith("More.")
+    off = eng.replace(settings=eng.settings.with_values(**{"verify.early_reject": False}))
+    assert asyncio.run(off.aask("How much annual leave?", policy="lazy")).early_rejected is None
+
+
+def test_a_grounded_first_sentence_lets_the_draft_finish(tmp_path):
+    reply = ("Employees receive 25 days of paid annual leave per year [1]. "
+             "Expense claims must be filed within 30 days [2].")
+    eng, draft, heavy = engine(tmp_path, reply, delay=0.01)
+    ans = asyncio.run(eng.aask("How much annual leave?", policy="lazy"))
+    assert ans.early_rejected is None and ans.draft.text.endswith("30 days [2].")
+    assert draft.cancelled == 0
+
+
+def test_sinks_is_exact_for_min_and_never_for_mean(tmp_path):
+    from specrag.grounding.acceptance import AcceptanceModel
+    from specrag.grounding.verifier import Verifier
+    from tests.support.env import make_settings
+    from tests.support.fakes import WordScorer
+
+    s = make_settings(tmp_path)
+    off = Verifier(s, scorer=WordScorer(), acceptance="off", threshold=0.8)
+    assert off.sinks(0.79) and not off.sinks(0.8)
+    assert not Verifier(s, scorer=WordScorer(), acceptance="off", aggregate="mean").sinks(0.0)
+    v = Verifier(s, scorer=WordScorer(), answer_threshold=0.6).warm_up()
+    v.acceptance_model = AcceptanceModel(-1.0, (1.0, 1.0, 0.0, 0.0), 0.0, (0.5, 1.0))
+    r = v.acceptance_model.max_relevance()
+    assert r == pytest.approx(1 / (1 + 2.718281828 ** -1.0), rel=1e-6)
+    # the bar on grounding where the best-case relevance just reaches P(right) = 0.6
+    for g in (0.05, 0.3, 0.6, 0.9):
+        assert v.sinks(g) == (v.acceptance_model.combine(g, r) < 0.6)
+    assert v.sinks(0.01) and not v.sinks(0.9)

@@ -44,6 +44,11 @@ class AcceptanceModel:
         x = np.array([features[k] for k in FEATURES], dtype=np.float64)
         return float(1 / (1 + np.exp(-(self.relevance_intercept + x @ np.asarray(self.relevance_weights)))))
 
+    def max_relevance(self) -> float:
+        """The highest ``relevance`` any draft can get (every signal lies in [0, 1])."""
+        z = self.relevance_intercept + sum(max(w, 0.0) for w in self.relevance_weights)
+        return float(1 / (1 + np.exp(-z)))
+
     def combine(self, grounded: float, relevance: float) -> float:
         z = self.intercept + self.weights[0] * float(_logit(grounded)) + self.weights[1] * float(_logit(relevance))
         return float(1 / (1 + np.exp(-z)))

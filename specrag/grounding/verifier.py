@@ -269,6 +269,19 @@ class Verifier:
                        grounded=grounded, relevance=relevance, signals=signals,
                        supported=grounded >= self.supported_threshold, answer_threshold=bar)
 
+    def sinks(self, grounded: float) -> bool:
+        """Does one sentence grounded this low rule its whole draft out, whatever follows?
+        With ``min`` aggregation the draft scores at most this; the acceptance model could
+        still lift P(right) only through relevance, so check its best case."""
+        self.warm_up()
+        if self.aggregate != "min":
+            return False
+        m = self.acceptance_model
+        if m is None:
+            return grounded < self.threshold
+        best = max(m.combine(grounded, m.max_relevance()), m.combine(grounded, 1e-4))
+        return best < self.answer_threshold
+
     def signals(self, question: str, draft: str, texts: list[str], rows) -> dict[str, float]:
         """The relevance signals of ``draft`` for ``question``; the evidence is the chunks
         its sentences are best supported by (``rows``: the verdict's sentences)."""

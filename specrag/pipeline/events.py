@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specrag.generators.base import Usage
-from specrag.grounding.verifier import Verdict
+from specrag.grounding.verifier import SentenceVerdict, Verdict
 from specrag.routing.router import Route
 from specrag.types import Chunk, Hit
 
@@ -67,6 +67,7 @@ class Answer:
     draft_error: str = ""  # why the draft failed, when it did (the heavy tier answered)
     heavy_verdict: Verdict | None = None  # the heavy answer against the chunks it was given
     route: Route | None = None  # the router's decision (``routed`` policy)
+    early_rejected: SentenceVerdict | None = None  # the sentence that stopped the draft early
 
     @property
     def shown_verdict(self) -> Verdict | None:
@@ -118,6 +119,9 @@ class Answer:
             "heavy_cancelled": self.heavy_cancelled,
             "draft_error": self.draft_error or None,
             "route": self.route.to_dict() if self.route else None,
+            "early_rejected": ({"sentence": self.early_rejected.sentence,
+                                "score": round(self.early_rejected.score, 4)}
+                               if self.early_rejected else None),
         }
 
 

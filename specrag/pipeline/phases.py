@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from specrag.generators.base import Usage
 from specrag.pipeline import costs
+from specrag.pipeline.early import SentenceWatch
 from specrag.pipeline.events import Answer, Citation, Draft, Generation, HeavyAnswer, StageEvent
 from specrag.pipeline.prompts import build_messages, cited_numbers, cut_for
 from specrag.retrieval.fusion import fuse_orders
@@ -49,6 +50,7 @@ class QuestionRun:
         self.heavy_verdict = None
         self.draft_error = ""
         self.route = None  # the router's decision (``routed``); the policy stays "routed"
+        self.early_rejected = None  # the sentence that stopped the draft (``pipeline.early``)
 
     # -- draft and verify ------------------------------------------------------------
     async def draft_phase(self):
@@ -60,10 +62,16 @@ class QuestionRun:
         g = self.s.generation
         items = self.e.tier("draft").stream(messages, max_tokens=g.draft_max_tokens,
                                             temperature=g.temperature)
-        async for ev in self._generate("draft", items, self.clock(), chunks):
-            yield ev
-        start = self.clock()
         verify_hits = self.hits[:self.s.retrieval.verify_k]
+        watch = (SentenceWatch(self.e.verifier, verify_hits)
+                 if self.s.verify.early_reject and self.policy != "draft-only" else None)
+        try:
+            async for ev in self._generate("draft", items, self.clock(), chunks, watch=watch):
+                yield ev
+        finally:
+            if watch is not None:
+                await watch.close()
+        start = self.clock()
         with self.e.tracer.stage("verify", **{"specrag.chunks": len(verify_hits)}) as span:
             self.verdict = v = await asyncio.to_thread(self.e.verifier.verify, self.draft.text,
                                                        list(verify_hits), self.question)
@@ -174,10 +182,13 @@ class QuestionRun:
         self.timings["verify_heavy"] = self.clock() - start
         return StageEvent("heavy_verdict", self.clock(), verdict=v)
 
-    async def _generate(self, stage: str, items, start: float, chunks, first_at=None):
+    async def _generate(self, stage: str, items, start: float, chunks, first_at=None,
+                        watch=None):
         """A tier's stream as ``{stage}_token`` events, then ``{stage}_done`` with its
         ``Generation`` (kept as ``self.draft`` / ``self.heavy``). ``first_at()``: when an
-        eager heavy model produced its first token, earlier than it is drained here."""
+        eager heavy model produced its first token, earlier than it is drained here.
+        ``watch`` (a ``SentenceWatch``): a sentence that rules the text out stops the
+        stream there (the model call is cancelled) and is kept as ``early_rejected``."""
         parts, usage = [], None
         async for item in items:
             if isinstance(item, Usage):
@@ -190,6 +201,13 @@ class QuestionRun:
                 self.timings[f"{stage}_ttft"] = first - start
             parts.append(item)
             yield StageEvent(f"{stage}_token", self.clock(), text=item)
+            if watch is not None:
+                watch.feed("".join(parts))
+                if (sunk := watch.sunk()) is not None:
+                    self.early_rejected = sunk
+                    self.timings["early_reject"] = self.clock()
+                    await items.aclose()  # cancels the model's call
+                    break
         self.timings[stage] = self.clock() - start
         made = Generation("".join(parts).strip(), tuple(chunks), usage)
         setattr(self, stage, made)
@@ -213,7 +231,7 @@ class QuestionRun:
             verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
             usage=tuple(u for u in self.usage if u), cost_usd=spent,
             heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled,
-            draft_error=self.draft_error, route=self.route)
+            draft_error=self.draft_error, route=self.route, early_rejected=self.early_rejected)
         return StageEvent("final", self.clock(), answer=answer)
 
     def _heavy_only_cost(self) -> float:

@@ -179,6 +179,8 @@ def _draft_badge(turn: Turn) -> tuple[str, str]:
         return "draft · verifying", "pending"
     if stage == "accepted":
         return "draft · accepted", "accepted"
+    if turn.answer is not None and turn.answer.early_rejected is not None:
+        return "draft · stopped early", "rejected"  # a sentence ruled it out mid-stream
     if v is not None and getattr(v, "abstained", False):
         return "draft · abstained", "pending"
     if stage == "unverified":
