@@ -151,6 +151,8 @@ def test_slices_report_each_slice_and_all_pooled(tmp_path, byod, embedder):
     md = slices.to_markdown(summaries)
     assert "## squad (single-hop, 3 questions)" in md and "## overall (all slices" in md
     assert "| routed |" in md and "routed to draft" in md
+    html = slices.to_html(summaries)
+    assert "Correct (contains gold) per slice" in html and "halueval-qa" in html
 
 
 def test_unknown_policy_and_missing_corpus(tmp_path, byod):

@@ -186,6 +186,13 @@ def test_train_router_learns_from_recorded_rows_and_replays_the_curve(tmp_path):
     assert routed["accuracy"] == lazy["accuracy"] == 1.0
     assert routed["total_p50_ms"] < lazy["total_p50_ms"] and 0.4 < routed["draft_share"] < 0.6
     assert routed["tokens_vs_heavy_only"] == pytest.approx(0.5, abs=0.1)
+    from dataclasses import asdict
+
+    from specrag.cli.router import to_html, to_markdown
+
+    shown = {**r, "model": asdict(r["model"])}
+    assert "Routed policy over its threshold (run" in to_html(shown)
+    assert "| 0.40 | " in to_markdown(shown) and "AUROC" in to_markdown(shown)
 
 
 def test_the_page_and_the_cli_show_the_route(tmp_path, capsys):

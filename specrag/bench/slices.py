@@ -99,3 +99,27 @@ def to_markdown(summaries: dict) -> str:
             lines.append(f"| {pol} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def to_html(summaries: dict) -> str:
+    """Per-slice bars: correct and final-answer p50 against heavy-only, one bar per policy."""
+    import plotly.graph_objects as go
+
+    names = list(summaries)
+    pols = list(dict.fromkeys(p for r in summaries.values() for p in r["policies"]))
+    figs = []
+    for key, title, ratio in (("contains", "Correct (contains gold) per slice", False),
+                              ("total_p50_ms", "Final answer p50 vs heavy-only per slice", True)):
+        bars = [go.Bar(name=pol, x=names,
+                       y=[(summaries[n]["policies"].get(pol, {}).get("vs_heavy_only", {}).get(key)
+                           if ratio else summaries[n]["policies"].get(pol, {}).get(key))
+                          for n in names]) for pol in pols]
+        fig = go.Figure(bars)
+        fig.update_layout(title=title, barmode="group")
+        figs.append(fig)
+    parts = [figs[0].to_html(full_html=False, include_plotlyjs=True),
+             figs[1].to_html(full_html=False, include_plotlyjs=False)]
+    md = to_markdown(summaries).replace("&", "&amp;").replace("<", "&lt;")
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>specrag slices</title>"
+            "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
+            + "".join(parts) + f"<pre>{md}</pre></body></html>")

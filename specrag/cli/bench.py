@@ -156,6 +156,7 @@ def cmd_e2e(args, settings) -> int:
             {k: {kk: vv for kk, vv in v.items() if kk != "rows"} for k, v in summaries.items()},
             indent=1))
         (out / "slices.md").write_text(slices.to_markdown(summaries))
+        (out / "slices.html").write_text(slices.to_html(summaries))
         print(slices.to_markdown(summaries))
         return 0
     result = e2e.run(settings, args.dataset, n=args.n, policies=tuple(args.policies.split(",")),

@@ -45,6 +45,29 @@ def to_markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def to_html(r: dict) -> str:
+    """The routed policy's curve over its threshold, per run with heavy-only rows."""
+    import plotly.graph_objects as go
+
+    parts = []
+    for run, points in r["curve"].items():
+        x = [p["threshold"] for p in points]
+        fig = go.Figure([go.Scatter(x=x, y=[p[k] for p in points], name=label)
+                         for k, label in (("accuracy", "correct"), ("draft_share", "drafted"),
+                                          ("p50_vs_heavy_only", "final p50 vs heavy-only"),
+                                          ("tokens_vs_heavy_only", "heavy tokens vs heavy-only"))])
+        fig.add_hline(y=points[0]["heavy_only_accuracy"], line_dash="dot",
+                      annotation_text="heavy-only correct")
+        fig.add_vline(x=r["threshold"], line_dash="dash", annotation_text="shipped threshold")
+        fig.update_layout(title=f"Routed policy over its threshold ({run}, out-of-fold)",
+                          xaxis_title="routing.threshold")
+        parts.append(fig.to_html(full_html=False, include_plotlyjs=not parts))
+    md = to_markdown(r).replace("&", "&amp;").replace("<", "&lt;")
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>specrag router</title>"
+            "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
+            + "".join(parts) + f"<pre>{md}</pre></body></html>")
+
+
 def cmd_train_router(args, settings) -> int:
     from specrag.training.router import train_router
 
@@ -58,5 +81,6 @@ def cmd_train_router(args, settings) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "router.json").write_text(json.dumps(r, indent=1))
         (out / "router.md").write_text(to_markdown(r))
+        (out / "router.html").write_text(to_html(r))
     print(json.dumps(r, indent=1) if args.json else to_markdown(r) + f"\nrouter written to {r['path']}")
     return 0
