@@ -92,7 +92,7 @@ def test_harness_scores_every_policy_and_resumes(tmp_path, byod, embedder):
     assert len(result["sweep"]) == 21 and result["sweep"][0]["acceptance_rate"] == 1.0
     assert "plotly" in (out / "e2e.html").read_text()[:200000]
     md = (out / "e2e.md").read_text()
-    assert "| contains gold |" in md and "Threshold sweep" in md
+    assert "| contains gold |" in md and "Threshold sweep" in md and "| routed to draft |" in md
 
     # a killed run: the last answers are missing and the last line is cut mid-way
     lines = (out / "rows.jsonl").read_text().splitlines()

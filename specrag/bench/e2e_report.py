@@ -133,7 +133,7 @@ def _fmt(v, pct=False) -> str:
 
 def to_markdown(result: dict) -> str:
     m, pols = result["meta"], result["policies"]
-    order = [p for p in ("heavy-only", "draft-only", "lazy", "eager") if p in pols]
+    order = [p for p in ("heavy-only", "draft-only", "lazy", "eager", "routed") if p in pols]
     lines = [f"# End-to-end benchmark: {m['dataset']}, n={m['n']}", "",
              f"draft `{m['draft']}`, heavy `{m['heavy']}`, threshold {m['threshold']}, corpus "
              f"{m['corpus_files']} documents; command: `{m['command']}`", "",
@@ -149,9 +149,10 @@ def to_markdown(result: dict) -> str:
             ("final answer p95 ms", "total_p95_ms", False),
             ("heavy tokens in", "heavy_tokens_in", False),
             ("heavy tokens out", "heavy_tokens_out", False), ("cost USD", "cost_usd", False),
-            ("gold passage retrieved", "gold_retrieved", True)]
+            ("gold passage retrieved", "gold_retrieved", True),
+            ("routed to draft", "drafted_share", True)]
     for label, key, pct in rows:
-        lines.append(f"| {label} | " + " | ".join(_fmt(pols[p][key], pct) for p in order) + " |")
+        lines.append(f"| {label} | " + " | ".join(_fmt(pols[p].get(key), pct) for p in order) + " |")
     lines += ["", "Ratios to heavy-only (same run):", "",
               "| ratio | " + " | ".join(order) + " |", "|---|" + "---|" * len(order)]
     for key in RATIO_KEYS:
