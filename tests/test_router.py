@@ -108,7 +108,7 @@ async def _events(eng, q="How much annual leave?", **kw):
 def test_ledger_rows_carry_the_route_and_old_ledgers_gain_the_column(tmp_path):
     old = tmp_path / "old.sqlite3"
     db = sqlite3.connect(old)
-    db.executescript(ledger_mod.SCHEMA.replace(", route TEXT NOT NULL DEFAULT ''", ""))
+    db.executescript(ledger_mod.SCHEMA.replace(", route TEXT NOT NULL DEFAULT '', route_p REAL", ""))
     db.close()
     book = Ledger(old)
     attempt = Attempt("anthropic", "claude-sonnet-4-6", latency_ms=5.0, input_tokens=100,
@@ -118,8 +118,8 @@ def test_ledger_rows_carry_the_route_and_old_ledgers_gain_the_column(tmp_path):
         ledger_mod.tag_route(Route("heavy", 0.12, 0.35))
         book.record_attempts("heavy", [attempt])
     assert ledger_mod.current_scope().route == ""  # it ended with the question
-    assert [r["route"] for r in book.rows()] == ["", "heavy 0.12"]
-    assert {r["key"] for r in book.summary(by="route")} == {"", "heavy 0.12"}
+    assert [(r["route"], r["route_p"]) for r in book.rows()] == [("", None), ("heavy", 0.12)]
+    assert {r["key"] for r in book.summary(by="route")} == {"", "heavy"}
 
 
 def _row(i, policy, correct, total, tokens=0, accepted=False):

@@ -45,7 +45,7 @@ _ASKS = (("year", re.compile(r"\b(when|what year|which year|what date|in what ye
                               r"author|band|company|team|city|country))\b", re.I)),
          ("place", re.compile(r"\bwhere\b", re.I)))
 DATE_WORDS = re.compile(r"\b(january|february|march|april|may|june|july|august|september|"
-                         r"october|november|december|century|decade|\d{3,4}s?)\b", re.I)
+                        r"october|november|december|century|decade|\d{3,4}s?)\b", re.I)
 
 
 def asked_type(question: str) -> str | None:

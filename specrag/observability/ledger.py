@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS usage (
     collection TEXT NOT NULL, question_id TEXT NOT NULL, stage TEXT NOT NULL,
     backend TEXT NOT NULL, model TEXT NOT NULL, outcome TEXT NOT NULL, error TEXT NOT NULL,
     input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL,
-    latency_ms REAL NOT NULL, route TEXT NOT NULL DEFAULT '');
+    latency_ms REAL NOT NULL, route TEXT NOT NULL DEFAULT '', route_p REAL);
 CREATE INDEX IF NOT EXISTS usage_session ON usage(session);
 CREATE INDEX IF NOT EXISTS usage_day ON usage(day);
 """
@@ -63,7 +63,8 @@ class Scope:
     session: str = "anonymous"
     collection: str = ""
     question_id: str = ""
-    route: str = ""  # the router's decision for the question ("draft 0.62"); "": not routed
+    route: str = ""  # the router's decision for the question ("draft" | "heavy"; "": not routed)
+    route_p: float | None = None  # its P(the draft will do)
 
 
 _SCOPE: contextvars.ContextVar[Scope] = contextvars.ContextVar("specrag_ledger_scope",
@@ -88,7 +89,7 @@ def current_scope() -> Scope:
 def tag_route(route) -> None:
     """Record the router's decision in the current question's scope: the generations it
     makes after this carry it (called in the question's own task, so it ends with it)."""
-    _SCOPE.set(replace(_SCOPE.get(), route=f"{route.route} {route.p_draft:.2f}"))
+    _SCOPE.set(replace(_SCOPE.get(), route=route.route, route_p=round(route.p_draft, 4)))
 
 
 def utc_day(ts: float | None = None) -> str:
@@ -137,6 +138,7 @@ class Ledger:
             columns = {r[1] for r in db.execute("PRAGMA table_info(usage)")}
             if "route" not in columns:  # a ledger written before routing existed
                 db.execute("ALTER TABLE usage ADD COLUMN route TEXT NOT NULL DEFAULT ''")
+                db.execute("ALTER TABLE usage ADD COLUMN route_p REAL")
             db.row_factory = sqlite3.Row
             self._db = db
         return self._db
@@ -164,15 +166,16 @@ class Ledger:
         return [(now, utc_day(now), where.session, where.collection, where.question_id, stage,
                  a.backend, a.model, a.outcome, a.error[:300], a.input_tokens, a.output_tokens,
                  costs.cost(Usage(a.backend, a.model, a.input_tokens, a.output_tokens), self.prices),
-                 a.latency_ms, where.route) for a in attempts if a.outcome != "skipped"]
+                 a.latency_ms, where.route, where.route_p)
+                for a in attempts if a.outcome != "skipped"]
 
     def _write(self, rows: list[tuple]) -> None:
         with self._lock:
             db = self._connect()
             db.executemany(
                 "INSERT INTO usage (ts, day, session, collection, question_id, stage, backend, "
-                "model, outcome, error, input_tokens, output_tokens, cost_usd, latency_ms, route) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                "model, outcome, error, input_tokens, output_tokens, cost_usd, latency_ms, route, "
+                "route_p) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             db.commit()
 
     def _enqueue(self, rows: list[tuple]) -> None:

@@ -3,9 +3,10 @@
 ``QuestionRun(engine, question, hits, policy, clock, timings)`` holds the state of one
 question while ``SpeculativeRAG._stages`` walks it through the policy: ``draft_phase``
 (stream the draft from the top ``draft_k`` hits, then verify it against the top
-``verify_k``), ``heavy_phase`` (rerank the broad set, stream the heavy answer from the
-top ``heavy_k``; each prompt chunk cut to ``draft_words`` / ``heavy_words`` about the
-question when set, ``prompts.cut_for``) and, under ``eager``, ``start_eager`` / ``cancel_eager`` (rerank and
+``verify_k``; a sentence that rules the draft out stops it early, ``pipeline.early``),
+``heavy_phase`` (rerank the broad set, stream the heavy answer from the top ``heavy_k``;
+each prompt chunk cut to ``draft_words`` / ``heavy_words`` about the question when set,
+``prompts.cut_for``) and, under ``eager``, ``start_eager`` / ``cancel_eager`` (rerank and
 heavy generation started beside the draft, into a bounded buffer). ``final`` makes the
 ``Answer``: citations, usage, cost and what heavy-only would have cost.
 
@@ -62,7 +63,7 @@ class QuestionRun:
         g = self.s.generation
         items = self.e.tier("draft").stream(messages, max_tokens=g.draft_max_tokens,
                                             temperature=g.temperature)
-        verify_hits = self.hits[:self.s.retrieval.verify_k]
+        verify_hits = self.hits[:r.verify_k]
         watch = (SentenceWatch(self.e.verifier, verify_hits)
                  if self.s.verify.early_reject and self.policy != "draft-only" else None)
         try:
