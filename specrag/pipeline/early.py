@@ -8,16 +8,15 @@ rules it out when ``verifier.sinks(grounded)``: with ``min`` aggregation the dra
 score no higher than that sentence, and even the most relevant answer could not lift
 P(right) to ``verify.answer_threshold`` (``verify.threshold`` without an acceptance
 model). So an early rejection never rejects a draft that the full verdict would have
-accepted, up to the rare sentence that a later fragment joins. ``marks`` holds every
-sentence verdict so far (``sentence_verdict`` events: the page marks sentences as they
-are checked).
+accepted, up to the rare sentence that a later fragment joins.
 
 Measured (BENCHMARKS.md, "The trade"): at the shipped draft prompt ("one or two short
 sentences") 3 of 176 drafts had a second sentence, so this saves little today; it pays
 with longer drafts (a larger ``generation.draft_max_tokens``, another draft prompt).
 
 Deliberately not here: cancelling the draft and escalating (``phases``), the verdict of
-the whole draft (``Verifier.verify``, run as before once the draft ends).
+the whole draft (``Verifier.verify``, run as before once the draft ends), and marking
+sentences on the page while the draft streams (the verdict marks them at the end).
 """
 
 from __future__ import annotations
@@ -32,9 +31,8 @@ class SentenceWatch:
     def __init__(self, verifier, chunks):
         self.verifier = verifier
         self.chunks = list(chunks)
-        self.marks: list = []  # (sentence index, SentenceVerdict) in completion order
         self._started = 0  # sentences handed to the verifier so far
-        self._tasks: list[tuple[int, asyncio.Task]] = []
+        self._tasks: list[asyncio.Task] = []
 
     def feed(self, text: str) -> None:
         done = claims(text)[:-1]  # the last sentence may still grow
@@ -42,27 +40,22 @@ class SentenceWatch:
             if not is_abstention(done[i]):
                 task = asyncio.ensure_future(asyncio.to_thread(self.verifier.verify, done[i],
                                                                self.chunks))
-                self._tasks.append((i, task))
+                self._tasks.append(task)
         self._started = max(self._started, len(done))
 
     def sunk(self):
         """The first checked sentence that rules the draft out, or None."""
-        for i, task in list(self._tasks):
-            if not task.done():
-                continue
-            self._tasks.remove((i, task))
+        for task in [t for t in self._tasks if t.done()]:
+            self._tasks.remove(task)
             if task.exception() is not None:  # a failed check decides nothing early
                 continue
             v = task.result()
             sentence = v.sentences[0] if v.sentences else None
-            if sentence is not None:
-                self.marks.append((i, sentence))
-                if self.verifier.sinks(sentence.score):
-                    return sentence
+            if sentence is not None and self.verifier.sinks(sentence.score):
+                return sentence
         return None
 
     async def close(self) -> None:
         """Wait for checks still running (their threads cannot be interrupted)."""
-        for _, task in self._tasks:
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
