@@ -193,11 +193,15 @@ def to_html(result: dict) -> str:
                     annotation_text="calibrated threshold")
     curve.update_layout(title="Acceptance and accuracy vs verifier threshold",
                         xaxis_title="threshold")
-    parts = [lat.to_html(full_html=False, include_plotlyjs=True)]
-    parts += [f.to_html(full_html=False, include_plotlyjs=False) for f in (acc, curve)]
-    md = to_markdown(result).replace("&", "&amp;").replace("<", "&lt;")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>specrag e2e benchmark"
-            "</title></head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
+    return html_page("specrag e2e benchmark", [lat, acc, curve], to_markdown(result))
+
+
+def html_page(title: str, figures, markdown: str) -> str:
+    """One self-contained page: the plotly figures (plotly.js once) and the Markdown report."""
+    parts = [f.to_html(full_html=False, include_plotlyjs=i == 0) for i, f in enumerate(figures)]
+    md = markdown.replace("&", "&amp;").replace("<", "&lt;")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+            "<body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
             + "".join(parts) + f"<pre>{md}</pre></body></html>")
 
 

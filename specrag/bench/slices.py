@@ -105,6 +105,8 @@ def to_html(summaries: dict) -> str:
     """Per-slice bars: correct and final-answer p50 against heavy-only, one bar per policy."""
     import plotly.graph_objects as go
 
+    from specrag.bench.e2e_report import html_page
+
     names = list(summaries)
     pols = list(dict.fromkeys(p for r in summaries.values() for p in r["policies"]))
     figs = []
@@ -117,9 +119,4 @@ def to_html(summaries: dict) -> str:
         fig = go.Figure(bars)
         fig.update_layout(title=title, barmode="group")
         figs.append(fig)
-    parts = [figs[0].to_html(full_html=False, include_plotlyjs=True),
-             figs[1].to_html(full_html=False, include_plotlyjs=False)]
-    md = to_markdown(summaries).replace("&", "&amp;").replace("<", "&lt;")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>specrag slices</title>"
-            "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
-            + "".join(parts) + f"<pre>{md}</pre></body></html>")
+    return html_page("specrag slices", figs, to_markdown(summaries))

@@ -49,7 +49,9 @@ def to_html(r: dict) -> str:
     """The routed policy's curve over its threshold, per run with heavy-only rows."""
     import plotly.graph_objects as go
 
-    parts = []
+    from specrag.bench.e2e_report import html_page
+
+    figs = []
     for run, points in r["curve"].items():
         x = [p["threshold"] for p in points]
         fig = go.Figure([go.Scatter(x=x, y=[p[k] for p in points], name=label)
@@ -61,11 +63,8 @@ def to_html(r: dict) -> str:
         fig.add_vline(x=r["threshold"], line_dash="dash", annotation_text="shipped threshold")
         fig.update_layout(title=f"Routed policy over its threshold ({run}, out-of-fold)",
                           xaxis_title="routing.threshold")
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=not parts))
-    md = to_markdown(r).replace("&", "&amp;").replace("<", "&lt;")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>specrag router</title>"
-            "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
-            + "".join(parts) + f"<pre>{md}</pre></body></html>")
+        figs.append(fig)
+    return html_page("specrag router", figs, to_markdown(r))
 
 
 def cmd_train_router(args, settings) -> int:
