@@ -198,7 +198,9 @@ def test_bench_e2e_on_my_own_questions_with_mock_models(tmp_path):
     assert (meta["n"], meta["draft"], meta["heavy"]) == (3, "openai:mock-draft",
                                                          "anthropic:claude-sonnet-4-6")
     assert meta["corpus_files"] == 5 and meta["corpus_chunks"] >= 5
-    assert meta["policies"] == ["heavy-only", "draft-only", "lazy", "eager"]
+    assert meta["policies"] == ["heavy-only", "draft-only", "lazy", "eager", "routed"]
+    # routed: each question drafted or sent straight to Claude, and said which
+    assert 0.0 <= result["policies"]["routed"]["drafted_share"] <= 1.0
     p = result["policies"]
     assert all(p[k]["n"] == 3 and p[k]["gold_retrieved"] == 1.0 for k in p)
     # every heavy-only answer is the gold sentence, paid for at Claude's price
@@ -211,11 +213,13 @@ def test_bench_e2e_on_my_own_questions_with_mock_models(tmp_path):
     assert 0 < p["lazy"]["heavy_tokens"] < p["heavy-only"]["heavy_tokens"]
     assert 0 < p["lazy"]["cost_usd"] < p["heavy-only"]["cost_usd"]
     assert p["draft-only"]["contains"] == pytest.approx(2 / 3)
-    assert asked[0] == 9 and asked[1] >= 3 + 1  # drafts: 3 per policy that drafts
+    # drafts: 3 per policy that always drafts, and one per question routed to the draft
+    routed_drafts = round(p["routed"]["drafted_share"] * 3)
+    assert asked[0] == 9 + routed_drafts and asked[1] >= 3 + 1
     assert again["policies"] == result["policies"]
 
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
-    assert len(rows) == 12 and {(r["id"], r["policy"]) for r in rows} == {
+    assert len(rows) == 15 and {(r["id"], r["policy"]) for r in rows} == {
         (str(i), pol) for i in range(3) for pol in meta["policies"]}
     for name in ("e2e.json", "e2e.md", "e2e.html"):
         assert (out / name).is_file(), name
