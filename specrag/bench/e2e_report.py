@@ -124,7 +124,7 @@ def replay(by: dict[str, list[dict]], t: float | None, drafted: set | None = Non
 
 
 def _fmt(v, pct=False) -> str:
-    if v is None:
+    if v is None or v != v:  # none, or NaN (an AUROC over one class)
         return "–"
     if pct:
         return f"{100 * v:.1f}%"

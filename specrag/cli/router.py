@@ -12,36 +12,31 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from specrag.bench.e2e_report import _fmt
 from specrag.types import SpecragError
-
-
-def _f(v, pct=False) -> str:
-    if v is None or v != v:
-        return "–"
-    return f"{100 * v:.1f}%" if pct else f"{v:.3f}"
 
 
 def to_markdown(r: dict) -> str:
     m = r["model"]
     lines = [f"# Query router ({r['questions']} questions: {m['fitted_on']})", "",
              f"Label: the draft was accepted by today's verifier and right; "
-             f"{_f(r['draft_will_do'], True)} of drafts. Out-of-fold AUROC "
-             f"**{_f(r['auroc_out_of_fold'])}** (5 folds by question id). Shipped threshold "
+             f"{_fmt(r['draft_will_do'], True)} of drafts. Out-of-fold AUROC "
+             f"**{_fmt(r['auroc_out_of_fold'])}** (5 folds by question id). Shipped threshold "
              f"{r['threshold']} = median draft path / median heavy-only answer "
-             f"({_f(r['draft_heavy_ratio'])}).", "",
+             f"({_fmt(r['draft_heavy_ratio'])}).", "",
              "| run | questions | draft will do | AUROC |", "|---|---|---|---|"]
     for run, x in r["per_run"].items():
-        lines.append(f"| {run} | {x['questions']} | {_f(x['draft_will_do'], True)} | {_f(x['auroc'])} |")
+        lines.append(f"| {run} | {x['questions']} | {_fmt(x['draft_will_do'], True)} | {_fmt(x['auroc'])} |")
     for run, points in r["curve"].items():
         lines += ["", f"## Routed policy replayed on `{run}` (out-of-fold router; recorded "
                       "generations)", "",
                   "| threshold | drafted | correct | heavy-only correct | accepted precision "
                   "| p50 vs heavy-only | heavy tokens vs heavy-only |", "|---|---|---|---|---|---|---|"]
         for pt in points[::2]:
-            lines.append(f"| {pt['threshold']:.2f} | {_f(pt['draft_share'], True)} | "
-                         f"{_f(pt['accuracy'], True)} | {_f(pt['heavy_only_accuracy'], True)} | "
-                         f"{_f(pt['accepted_precision'], True)} | {_f(pt['p50_vs_heavy_only'])}x | "
-                         f"{_f(pt['tokens_vs_heavy_only'])}x |")
+            lines.append(f"| {pt['threshold']:.2f} | {_fmt(pt['draft_share'], True)} | "
+                         f"{_fmt(pt['accuracy'], True)} | {_fmt(pt['heavy_only_accuracy'], True)} | "
+                         f"{_fmt(pt['accepted_precision'], True)} | {_fmt(pt['p50_vs_heavy_only'])}x | "
+                         f"{_fmt(pt['tokens_vs_heavy_only'])}x |")
     return "\n".join(lines) + "\n"
 
 
