@@ -49,6 +49,13 @@ class ChunkingSettings:
     chunk_size: int = 200  # tokens of the embedder's tokenizer
     chunk_overlap: int = 40
     max_file_mb: float = 50.0
+    # a few kilobytes can expand to millions of characters (``ingest.limits``)
+    max_chars: int = 10_000_000
+    # "process": each file is parsed in a parser process that is killed past these
+    # limits (``ingest.isolation``); "inline": in the caller's process, no limits
+    parse_isolation: str = "process"
+    parse_timeout_s: float = 120.0
+    parse_memory_mb: int = 2048
 
 
 @dataclass(frozen=True)

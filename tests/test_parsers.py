@@ -8,7 +8,7 @@ import io
 import pytest
 from pypdf import PdfReader
 
-from specrag.ingest import parsers
+from specrag.ingest import wordfile
 from specrag.ingest.parsers import SUPPORTED_EXTENSIONS, detect_format, parse_bytes
 from specrag.types import IngestError, ParsedDocument
 from tests.support.docs import (
@@ -248,10 +248,10 @@ def test_zip_bomb_ratio_scales_with_max_bytes():
 
 
 def test_zip_with_too_many_entries(monkeypatch):
-    monkeypatch.setattr(parsers, "MAX_ZIP_ENTRIES", 40)
+    monkeypatch.setattr(wordfile, "MAX_ZIP_ENTRIES", 40)
     data = rezip(make_docx(), extra={f"extra/e{i}.xml": b"<a/>" for i in range(40)})
     assert "rejected as a possible zip bomb: " in reason(data, "many.docx")
-    monkeypatch.setattr(parsers, "MAX_ZIP_ENTRIES", 10_000)
+    monkeypatch.setattr(wordfile, "MAX_ZIP_ENTRIES", 10_000)
     assert parse("many.docx", data).format == "docx"
 
 

@@ -20,6 +20,10 @@ from specrag.grounding.text import SENTENCE_BREAK
 from specrag.types import Chunk, ParsedDocument
 
 _PARA = re.compile(r"\n\s*\n")
+# Chinese and Japanese end sentences with full-width marks and no space after them
+_SENTENCE = re.compile(SENTENCE_BREAK.pattern + r"|(?<=[。！？])(?=\S)")
+# characters encoded at once when cutting a run-on sentence into token windows
+_BLOCK_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -102,8 +106,9 @@ class Chunker:
         out: list[_Piece] = []
         for ps, pe in _split(text, start, end, _PARA):
             sentences: list[_Piece] = []
-            for ss, se in _split(text, ps, pe, SENTENCE_BREAK):
-                m = self._count(text[ss:se])
+            for ss, se in _split(text, ps, pe, _SENTENCE):
+                # a sentence longer than a block is cut without encoding it whole first
+                m = self._count(text[ss:se]) if se - ss <= _BLOCK_CHARS else self.chunk_size + 1
                 if m <= self.chunk_size:
                     sentences.append(_Piece(ss, se, m))
                 else:
@@ -114,19 +119,38 @@ class Chunker:
         return out
 
     def _token_windows(self, text: str, start: int, end: int) -> list[_Piece]:
-        """Last resort for one enormous sentence: cut at token offsets."""
-        enc = self._tok.encode(text[start:end], add_special_tokens=False)
+        """Last resort for one enormous sentence: cut at token offsets.
+
+        The text is encoded a block at a time (cut at whitespace where there is any),
+        so memory stays bounded, and ``offsets`` is read once per block: the tokenizer
+        builds that list anew on every access, which made this loop quadratic."""
         step = self.chunk_size - self.chunk_overlap
-        pieces = []
-        for i in range(0, len(enc.offsets), step):
-            window = enc.offsets[i:i + self.chunk_size]
-            pieces.append(_Piece(start + window[0][0], start + window[-1][1], len(window)))
-            if i + self.chunk_size >= len(enc.offsets):
-                break
+        pieces: list[_Piece] = []
+        for bs, be in _blocks(text, start, end, _BLOCK_CHARS):
+            offsets = self._tok.encode(text[bs:be], add_special_tokens=False).offsets
+            for i in range(0, len(offsets), step):
+                window = offsets[i:i + self.chunk_size]
+                pieces.append(_Piece(bs + window[0][0], bs + window[-1][1], len(window)))
+                if i + self.chunk_size >= len(offsets):
+                    break
         return pieces
 
     def _count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+
+def _blocks(text: str, start: int, end: int, size: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` in spans of about ``size`` characters, cut after whitespace
+    where the last tenth of a span has some (a word is then never split in two)."""
+    spans, pos = [], start
+    while end - pos > size:
+        cut = pos + size
+        space = max(text.rfind(" ", cut - size // 10, cut), text.rfind("\n", cut - size // 10, cut))
+        cut = space + 1 if space > pos else cut
+        spans.append((pos, cut))
+        pos = cut
+    spans.append((pos, end))
+    return spans
 
 
 def _split(text: str, start: int, end: int, pattern: re.Pattern) -> list[tuple[int, int]]:

@@ -7,6 +7,11 @@ skipped; a changed file replaces its old chunks atomically (see ``store``). File
 are processed in groups so the encoder sees full batches and Chroma gets few, large
 calls. ``on_progress(done, total, result)`` is called after every file.
 
+Each file is parsed in a parser process with a time and memory limit
+(``chunking.parse_isolation``, ``isolation``). Only the store's registry steps hold the
+collection's write lock (``Store.writing``): parsing, chunking and embedding run outside
+it, so a slow file never holds up a delete, and other collections are never waited on.
+
 Deliberately not here: format parsing (``parsers``), chunk boundaries (``chunker``),
 visibility rules (``store``).
 """
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from specrag.ingest.chunker import Chunker
+from specrag.ingest.isolation import parse_isolated
 from specrag.ingest.parsers import SUPPORTED_EXTENSIONS, parse_bytes
 from specrag.retrieval.embedder import Embedder
 from specrag.retrieval.store import Store, check_collection_name
@@ -69,6 +75,9 @@ class Ingestor:
         self.embedder = embedder or Embedder(settings)
         self.store = store or Store(settings)
         self._chunker: Chunker | None = None
+        if settings.chunking.parse_isolation not in ("process", "inline"):
+            raise ValueError("chunking.parse_isolation must be 'process' or 'inline', "
+                             f"got '{settings.chunking.parse_isolation}'")
 
     def warm_up(self) -> "Ingestor":
         if self._chunker is None:
@@ -99,9 +108,10 @@ class Ingestor:
         collection = check_collection_name(collection or self.settings.store.collection)
         authorize(self.settings, "write", collection, principal)  # security: collection ACL
         self.warm_up()
-        self.store.recover(collection)
-        # one registry read for the whole batch instead of one round trip per file
-        known = {d.doc_id: d for d in self.store.documents(collection)}
+        with self.store.writing(collection):
+            self.store.recover(collection)
+            # one registry read for the whole batch instead of one round trip per file
+            known = {d.doc_id: d for d in self.store.documents(collection)}
         results: list[FileResult | None] = [None] * len(items)
         group: list[tuple[int, ParsedDocument, list[Chunk], float, bool]] = []
         group_ids: set[str] = set()
@@ -151,18 +161,16 @@ class Ingestor:
         collection = check_collection_name(collection or self.settings.store.collection)
         authorize(self.settings, "write", collection, principal)  # security: collection ACL
         self.store.warm_up()
-        for doc in self.store.documents(collection):
-            if doc_id_or_source in (doc.doc_id, doc.source):
-                return self.store.delete(collection, doc.doc_id)
+        with self.store.writing(collection):
+            for doc in self.store.documents(collection):
+                if doc_id_or_source in (doc.doc_id, doc.source):
+                    return self.store.delete(collection, doc.doc_id)
         return False
 
     # -- internals -------------------------------------------------------------------
     def _prepare(self, source: str, read: Callable[[], bytes], collection: str,
                  known: dict[str, DocumentInfo]):
-        limit = int(self.settings.chunking.max_file_mb * 1024 * 1024)
-        data = read()
-        doc = parse_bytes(data, source, max_bytes=limit)
-        doc = replace(doc, source=source)
+        doc = replace(self.parse(read(), source), source=source)
         doc_id = doc_id_for(collection, doc.source)
         existing = known.get(doc_id)
         if existing is not None and existing.version == doc.sha256:
@@ -172,19 +180,29 @@ class Ingestor:
             raise IngestError(f"{source}: no text to index")
         return doc, chunks, existing
 
+    def parse(self, data: bytes, source: str) -> ParsedDocument:
+        """One file's bytes as a document, within ``chunking``'s limits."""
+        c = self.settings.chunking
+        limits = dict(max_bytes=int(c.max_file_mb * 1024 * 1024), max_chars=c.max_chars)
+        if c.parse_isolation == "inline":
+            return parse_bytes(data, source, **limits)
+        return parse_isolated(data, source, timeout_s=c.parse_timeout_s,
+                              memory_mb=c.parse_memory_mb, **limits)
+
     def _store_group(self, group, collection: str, report,
                      known: dict[str, DocumentInfo]) -> None:
         all_chunks = [c for _, _, chunks, _, _ in group for c in chunks]
         try:
             vectors = self.embedder.encode_documents([c.text for c in all_chunks])
-            self.store.begin(collection, [(c[0].doc_id, d.source, d.sha256)
-                                          for _, d, c, _, _ in group])
-            self.store.add_chunks(collection, all_chunks, vectors)
             now = time.time()
             infos = [DocumentInfo(doc_id=c[0].doc_id, source=d.source, version=d.sha256,
                                   chunks=len(c), size_bytes=d.size_bytes, format=d.format,
                                   ingested_at=now, pages=d.pages) for _, d, c, _, _ in group]
-            self.store.commit(collection, infos)
+            with self.store.writing(collection):  # only the registry steps wait on others
+                self.store.begin(collection, [(c[0].doc_id, d.source, d.sha256)
+                                              for _, d, c, _, _ in group])
+                self.store.add_chunks(collection, all_chunks, vectors)
+                self.store.commit(collection, infos)
             known.update((i.doc_id, i) for i in infos)
         except Exception as err:  # noqa: BLE001 - report, the store hides uncommitted chunks
             for i, doc, _, t0, _ in group:

@@ -19,23 +19,17 @@ import io
 import re
 import zipfile
 
-import docx
-from docx.table import Table
 from pypdf import PasswordType, PdfReader
 
-from specrag.ingest.markup import Part, html_parts, markdown_parts
+from specrag.ingest.limits import DEFAULT_MAX_CHARS, MAX_HTML_DEPTH, TextTooLong, fail, mb, too_long
+from specrag.ingest.markup import Part, html_depth, html_parts, markdown_parts
+from specrag.ingest.wordfile import docx_parts
 from specrag.types import IngestError, ParsedDocument, Section
 
 SUPPORTED_EXTENSIONS = (".pdf", ".docx", ".md", ".markdown", ".html", ".htm", ".txt")
 _SUPPORTED_NAMES = "PDF, DOCX, Markdown, HTML, plain text"
 
-# A .docx is a zip: its declared sizes are checked before python-docx inflates
-# anything. zipfile stops reading at the declared size and fails the CRC if an
-# entry lies about it, so the declared sizes are a safe upper bound.
-MAX_ZIP_ENTRIES = 10_000
-MAX_ZIP_TOTAL = 200_000_000
-ZIP_RATIO = 20
-
+_HTML_MARKUP = 4  # raw HTML may be this many times its text before it is parsed
 _HTML_SNIFF = re.compile(r"\s*<(?:!doctype\s+html|html)\b", re.IGNORECASE)
 # C0/C1 control characters other than tab, newline and form feed: many of them
 # mean the "text" is really binary that happened to decode.
@@ -47,28 +41,41 @@ _BOMS = {codecs.BOM_UTF32_LE: "utf-32", codecs.BOM_UTF32_BE: "utf-32",
 
 
 def parse_bytes(data: bytes, filename: str, *, max_bytes: int = 50_000_000,
-                max_pages: int = 2000) -> ParsedDocument:
-    """Parse one uploaded file; raise ``IngestError`` with a one-line reason."""
+                max_pages: int = 2000, max_chars: int = DEFAULT_MAX_CHARS) -> ParsedDocument:
+    """Parse one uploaded file; raise ``IngestError`` with a one-line reason.
+
+    ``max_chars`` caps the extracted text: a few kilobytes of PDF or Word can expand to
+    millions of characters, so extraction stops as soon as the cap is passed."""
     source = _base_name(filename)
     if not data:
-        raise _fail(source, "empty file")
+        raise fail(source, "empty file")
     if len(data) > max_bytes:
-        raise _fail(source, f"file too large ({_mb(len(data))}; the limit is {_mb(max_bytes)})")
+        raise fail(source, f"file too large ({mb(len(data))}; the limit is {mb(max_bytes)})")
     fmt, text = _detect(data, source)
+    # before any markup is parsed; HTML's tags can be most of its bytes, so it gets room
+    if text is not None and len(text) > max_chars * (_HTML_MARKUP if fmt == "html" else 1):
+        raise too_long(source, max_chars)
     pages = None
-    if fmt == "pdf":
-        parts, pages = _pdf_parts(data, source, max_pages)
-    elif fmt == "docx":
-        parts = _docx_parts(data, source, max_bytes)
-    elif fmt == "markdown":
-        parts = markdown_parts(text)
-    elif fmt == "html":
-        parts = html_parts(text)
-    else:
-        parts = [(text, None, None)]
+    try:
+        if fmt == "pdf":
+            parts, pages = _pdf_parts(data, source, max_pages, max_chars)
+        elif fmt == "docx":
+            parts = docx_parts(data, source, max_bytes, max_chars)
+        elif fmt == "markdown":
+            parts = markdown_parts(text)
+        elif fmt == "html":
+            if html_depth(text, MAX_HTML_DEPTH) > MAX_HTML_DEPTH:
+                raise fail(source, f"HTML nested too deeply (more than {MAX_HTML_DEPTH} levels)")
+            parts = html_parts(text)
+        else:
+            parts = [(text, None, None)]
+    except TextTooLong:
+        raise too_long(source, max_chars) from None
     sections, full = _assemble(parts)
+    if len(full) > max_chars:
+        raise too_long(source, max_chars)
     if not sections:
-        raise _fail(source, "no extractable text (scanned or image-only PDF? OCR is not supported)"
+        raise fail(source, "no extractable text (scanned or image-only PDF? OCR is not supported)"
                     if fmt == "pdf" else "empty file: no extractable text")
     return ParsedDocument(source=source, format=fmt, text=full, sections=sections,
                           sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
@@ -79,18 +86,8 @@ def detect_format(data: bytes, filename: str) -> str:
     """Return "pdf", "docx", "markdown", "html" or "text"; raise ``IngestError`` otherwise."""
     source = _base_name(filename)
     if not data:
-        raise _fail(source, "empty file")
+        raise fail(source, "empty file")
     return _detect(data, source)[0]
-
-
-def _fail(source: str, reason: str) -> IngestError:
-    return IngestError(f"{source}: {reason}")
-
-
-def _mb(n: int) -> str:
-    # Binary megabytes: callers derive limits as ``mb * 1024 * 1024``.
-    mb = n / 1_048_576
-    return f"{mb:.{1 if mb >= 1 else 4}f}".rstrip("0").rstrip(".") + " MB"
 
 
 def _base_name(filename: str) -> str:
@@ -112,7 +109,7 @@ def _detect(data: bytes, source: str) -> tuple[str, str | None]:
             ext == ".pdf" and b"%PDF-" in head):
         return "pdf", None
     if ext == ".pdf":
-        raise _fail(source, "not a PDF: content does not match the .pdf extension")
+        raise fail(source, "not a PDF: content does not match the .pdf extension")
     if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -120,16 +117,16 @@ def _detect(data: bytes, source: str) -> tuple[str, str | None]:
         except Exception as exc:
             reason = "corrupt Word document (.docx)" if ext == ".docx" else \
                 "unsupported file type: damaged zip archive"
-            raise _fail(source, reason) from exc
+            raise fail(source, reason) from exc
         if is_docx:
             return "docx", None
-        raise _fail(source, f"unsupported file type: zip archive{f' ({ext})' if ext else ''}"
+        raise fail(source, f"unsupported file type: zip archive{f' ({ext})' if ext else ''}"
                             f" that is not a Word document (supported: {_SUPPORTED_NAMES})")
     if ext == ".docx":
-        raise _fail(source, "not a Word document: content does not match the .docx extension")
+        raise fail(source, "not a Word document: content does not match the .docx extension")
     text = _decode_text(data)
     if text is None:
-        raise _fail(source, f"unsupported binary file{f' ({ext})' if ext else ''}"
+        raise fail(source, f"unsupported binary file{f' ({ext})' if ext else ''}"
                             f" (supported: {_SUPPORTED_NAMES})")
     if ext in (".md", ".markdown"):
         return "markdown", text
@@ -160,25 +157,37 @@ def _decode_text(data: bytes) -> str | None:
     return text
 
 
-def _pdf_parts(data: bytes, source: str, max_pages: int) -> tuple[list[Part], int]:
+def _pdf_parts(data: bytes, source: str, max_pages: int,
+               max_chars: int) -> tuple[list[Part], int]:
     corrupt = "corrupt or unreadable PDF"
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _empty_password_opens(reader):
-            raise _fail(source, "encrypted PDF: remove the password and upload again")
+            raise fail(source, "encrypted PDF: remove the password and upload again")
         count = len(reader.pages)
     except IngestError:
         raise
     except Exception as exc:  # pypdf raises many types for malformed files
-        raise _fail(source, corrupt) from exc
+        raise fail(source, corrupt) from exc
     if count > max_pages:
-        raise _fail(source, f"too many pages ({count}; the limit is {max_pages})")
+        raise fail(source, f"too many pages ({count}; the limit is {max_pages})")
     parts: list[Part] = []
+    seen = 0
+
+    def count_text(text, *_):
+        # pypdf reports every piece of text it lays out; a tiny file can draw the same
+        # form thousands of times over, so stop inside the page, not after it
+        nonlocal seen
+        seen += len(text)
+        if seen > max_chars:
+            raise TextTooLong
     for number in range(1, count + 1):
         try:
-            text = reader.pages[number - 1].extract_text() or ""
+            text = reader.pages[number - 1].extract_text(visitor_text=count_text) or ""
+        except TextTooLong:
+            raise
         except Exception as exc:
-            raise _fail(source, f"{corrupt} (page {number} could not be read)") from exc
+            raise fail(source, f"{corrupt} (page {number} could not be read)") from exc
         parts.append((text, number, None))
     return parts, count
 
@@ -190,53 +199,6 @@ def _empty_password_opens(reader: PdfReader) -> bool:
         return reader.decrypt("") != PasswordType.NOT_DECRYPTED
     except Exception:  # e.g. AES without the optional crypto dependency
         return False
-
-
-def _docx_parts(data: bytes, source: str, max_bytes: int) -> list[Part]:
-    corrupt = "corrupt Word document (.docx)"
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            infos = zf.infolist()
-    except Exception as exc:
-        raise _fail(source, corrupt) from exc
-    limit = min(ZIP_RATIO * max_bytes, MAX_ZIP_TOTAL)
-    if len(infos) > MAX_ZIP_ENTRIES:
-        raise _fail(source, f"rejected as a possible zip bomb: {len(infos)} entries")
-    if sum(info.file_size for info in infos) > limit:
-        raise _fail(source, f"rejected as a possible zip bomb: expands to more than {_mb(limit)}")
-    try:
-        document = docx.Document(io.BytesIO(data))
-        parts: list[Part] = []
-        heading, body = None, []
-        for block in document.iter_inner_content():  # paragraphs and tables in order
-            if isinstance(block, Table):
-                body.append(_table_text(block))
-            elif _is_heading(block) and block.text.strip():
-                parts.append(("\n\n".join(b for b in body if b.strip()), None, heading))
-                heading, body = " ".join(block.text.split()), [block.text]
-            else:
-                body.append(block.text)
-        parts.append(("\n\n".join(b for b in body if b.strip()), None, heading))
-    except Exception as exc:  # python-docx/lxml raise many types for bad parts
-        raise _fail(source, corrupt) from exc
-    return parts
-
-
-def _is_heading(paragraph) -> bool:
-    try:
-        name = paragraph.style.name or ""
-    except Exception:  # a dangling style reference should not sink the file
-        return False
-    return name.startswith(("Heading", "Title"))
-
-
-def _table_text(table: Table) -> str:
-    rows = []
-    for row in table.rows:
-        cells = row.cells  # merged cells repeat the same <w:tc>; keep it once
-        unique = {id(cell._tc): " ".join(cell.text.split()) for cell in cells}
-        rows.append(" | ".join(unique.values()))
-    return "\n".join(rows)
 
 
 def _assemble(parts: list[Part]) -> tuple[tuple[Section, ...], str]:

@@ -7,7 +7,8 @@ versions). Search excludes the chunks of pending and stale versions, so a docume
 becomes visible only once all its chunks are stored, a replaced version disappears
 as a whole, and a crash mid-ingest leaves nothing half-visible; ``recover()`` sweeps
 the leftovers. Embedded ``PersistentClient`` by default, ``HttpClient`` when
-``store.chroma_url`` is set. One writer per collection at a time is assumed.
+``store.chroma_url`` is set. Writes to one collection take its lock
+(``writing(name)``); different collections are written at the same time.
 
 Deliberately not here: embedding, parsing, chunking (``ingest`` wires those up).
 """
@@ -39,6 +40,18 @@ class Store:
         self._client = None
         self._lock = threading.Lock()
         self._batch = 0
+        self._writers: dict[str, threading.RLock] = {}
+
+    def writing(self, collection: str) -> threading.RLock:
+        """The lock of one collection's writers (reentrant: a holder may call ingest).
+
+        The registry steps (``begin``/``commit``/``delete``/``recover``) of one collection
+        must not interleave; readers never wait on it, and writers to other collections
+        have their own. Within this process only: two app processes on one embedded
+        store are not supported."""
+        with self._lock:
+            return self._writers.setdefault(check_collection_name(collection),
+                                            threading.RLock())
 
     def warm_up(self) -> "Store":
         with self._lock:

@@ -13,8 +13,10 @@ collections and documents a user may not read are not listed). Uploads are taken
 Gradio's temporary folder into memory (``take_uploads``: the files are wiped at once).
 Names and messages shown as Markdown go through ``safe_markdown``/``safe_filename``.
 
-Writes are serialised: the store assumes one writer per collection, so uploads, deletes
-and the first-start sample ingestion share one lock and one Gradio concurrency group.
+Writes to one collection wait only on each other's registry steps (``Store.writing``,
+taken inside the library); parsing and embedding run outside that lock, so a slow upload
+holds up neither a delete nor another collection. A file chosen twice in one batch is
+read once and reported as a duplicate.
 
 Deliberately not here: parsing, chunking, storage rules (the library), the collection
 selector itself (``app``: chat and documents share it).
@@ -23,7 +25,7 @@ selector itself (``app``: chat and documents share it).
 # no ``from __future__ import annotations``: Gradio reads the ``gr.SelectData`` and
 # ``gr.Request`` hints of the handlers at runtime, and ``gr`` is a parameter here, not a
 # module global
-import threading
+import os
 
 from specrag.retrieval.store import check_collection_name
 from specrag.security.access import authorize, list_documents, visible_collections
@@ -38,12 +40,10 @@ RESULT_HEADERS = ["file", "result", "chunks", "reason"]
 
 
 class Library:
-    def __init__(self, settings, ingestor, lock=None,
-                 default: str | None = None):
+    def __init__(self, settings, ingestor, default: str | None = None):
         self.settings = settings
         self.ingestor = ingestor
         self.store = ingestor.store
-        self.lock = lock or threading.Lock()
         self.default = default or settings.store.collection
 
     def collections(self, who=None) -> list[str]:
@@ -74,7 +74,11 @@ class Library:
         if not files:
             return "Choose one or more files first.", [], self.doc_rows(collection, who)
         limit = int(self.settings.chunking.max_file_mb * 1024 * 1024)
-        items, refused = take_uploads(files, limit)  # into memory; the temporary files go
+        # Gradio gives two copies of one file a single temporary path: read it once
+        paths = list(dict.fromkeys(files))
+        twice = [p for i, p in enumerate(files) if p in files[:i]]
+        duplicates = len(twice)
+        items, refused = take_uploads(paths, limit)  # into memory; the temporary files go
         try:
             collection = check_collection_name((collection or "").strip())
         except SpecragError as err:
@@ -86,21 +90,24 @@ class Library:
             if progress:
                 progress(done / total, desc=f"{r.source}: {STATUS[r.status]}")
 
-        try:
-            with self.lock:  # the library checks that ``who`` may write here
-                report = self.ingestor.ingest_bytes(items, collection, on_progress=step,
-                                                    principal=who)
+        try:  # the library checks that ``who`` may write here
+            report = self.ingestor.ingest_bytes(items, collection, on_progress=step,
+                                                principal=who)
         except SpecragError as err:
             return safe_markdown(str(err)), [], self.doc_rows(collection, who)
         rows = [[safe_filename(r.source), STATUS[r.status], r.chunks, r.reason]
                 for r in report.results]
         rows += [[safe_filename(why.split(": ", 1)[0]), STATUS["failed"], 0, why]
                  for why in refused]
+        rows += [[safe_filename(os.path.basename(p)), "duplicate", 0,
+                  "chosen twice in this batch: stored once"] for p in twice]
         stored = sum(r.status in ("added", "replaced") for r in report.results)
         present = sum(r.status == "unchanged" for r in report.results)
         failed = len(report.failed) + len(refused)
         added = report.chunks_added
-        summary = (f"{stored} stored, {present} already present, {failed} failed"
+        twice_note = (f", {duplicates} duplicate{'s' * (duplicates != 1)} in this batch "
+                      "(stored once)") if duplicates else ""
+        summary = (f"{stored} stored, {present} already present, {failed} failed{twice_note}"
                    f" · {added} chunk{'s' * (added != 1)} added to '{safe_markdown(collection)}'")
         return summary, rows, self.doc_rows(collection, who)
 
@@ -109,8 +116,7 @@ class Library:
         if not doc:
             return "Choose a document to delete.", self.doc_rows(collection, who)
         try:
-            with self.lock:
-                ok = self.ingestor.delete(doc, collection, principal=who)
+            ok = self.ingestor.delete(doc, collection, principal=who)
         except SpecragError as err:
             return safe_markdown(str(err)), self.doc_rows(collection, who)
         name = safe_markdown(safe_filename(doc))
@@ -164,7 +170,9 @@ def build_tab(lib: Library, collection, gr, who):
                 del_btn = gr.Button("Delete", variant="stop", scale=1, elem_id="sr-delete")
             del_msg = gr.Markdown(elem_id="sr-delete-msg", label="message")
 
-    write = dict(concurrency_limit=1, concurrency_id="kb-write")
+    # writes wait on each other per collection inside the library, not here: a Gradio
+    # limit of one would queue every upload and delete behind the slowest file
+    write = dict(concurrency_limit=4, concurrency_id="kb-write")
     after = dict(fn=refresh, inputs=collection, outputs=[docs, doc_name, collection],
                  api_visibility="private", show_progress="hidden")
     ingest_btn.click(upload, [files, collection], [summary, results, docs], api_name="ingest",

@@ -2,7 +2,7 @@
 
 ``assets/handbook/`` holds a short company handbook written for this project (leave,
 expenses, security, on-call, remote work, benefits; Markdown, HTML and text with
-concrete numbers). ``SampleKB(ingestor, lock).start()`` ingests it into the
+concrete numbers). ``SampleKB(ingestor).start()`` ingests it into the
 ``handbook`` collection in a background thread when that collection is empty, so the
 server starts at once; ``wait()`` blocks until it is done. ``EXAMPLES`` are questions
 about it: the first ones are single facts a small draft model gets right (accepted),
@@ -59,12 +59,10 @@ def operator(settings) -> Principal | None:
 
 
 class SampleKB:
-    def __init__(self, ingestor, lock: threading.Lock | None = None,
-                 collection: str = COLLECTION, folder: Path = SAMPLE_DIR,
+    def __init__(self, ingestor, collection: str = COLLECTION, folder: Path = SAMPLE_DIR,
                  principal: Principal | None = LOCAL):
         self.ingestor = ingestor
         self.principal = principal  # who the ingestion acts as (see ``operator``)
-        self.lock = lock or threading.Lock()
         self.collection = collection
         self.folder = Path(folder)
         self.status = "pending"
@@ -79,7 +77,8 @@ class SampleKB:
     def ensure(self) -> str:
         """Ingest the sample if the collection is empty; the outcome in a few words."""
         try:
-            with self.lock:  # one writer at a time, shared with uploads
+            # the collection's write lock: an upload into it waits until the sample is in
+            with self.ingestor.store.writing(self.collection):
                 if not self.is_empty():
                     self.status = "present"
                 else:

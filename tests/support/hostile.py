@@ -1,0 +1,85 @@
+"""Hostile documents built by code: small files that cost a naive parser minutes.
+
+Each builder returns bytes a real user could upload. Sizes are parameters so tests keep
+them small and the ingest benchmark can scale them.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+
+import docx
+from pypdf import PdfWriter
+from pypdf.generic import ArrayObject, DictionaryObject, FloatObject, NameObject, StreamObject
+
+
+def chinese_text(chars: int, seed: int = 0) -> str:
+    """Ordinary-looking Chinese prose with no ASCII sentence breaks at all."""
+    rng = random.Random(seed)
+    words = ["公司", "员工", "休假", "政策", "规定", "申请", "审批", "工作", "时间", "报销",
+             "费用", "安全", "培训", "系统", "数据", "客户", "部门", "经理", "每年", "需要"]
+    out, n = [], 0
+    while n < chars:
+        sentence = "".join(rng.choice(words) for _ in range(rng.randint(6, 14))) + "，"
+        out.append(sentence)
+        n += len(sentence)
+    return "".join(out)[:chars]
+
+
+def server_log(lines: int, seed: int = 0) -> str:
+    """A server log: one line per event, no sentence ends, few blank lines."""
+    rng = random.Random(seed)
+    return "\n".join(f"2026-11-30T12:{i // 60 % 60:02d}:{i % 60:02d}Z INFO worker-{rng.randint(1, 9)} "
+                     f"request id={rng.getrandbits(48):012x} path=/api/v1/items/{rng.randint(1, 10**6)} "
+                     f"status=200 ms={rng.randint(1, 900)}" for i in range(lines))
+
+
+def nested_html(depth: int, tag: str = "div") -> str:
+    return f"<html><body>{f'<{tag}>' * depth}deep text{f'</{tag}>' * depth}</body></html>"
+
+
+def many_paragraph_docx(paragraphs: int, words: int = 3) -> bytes:
+    """A small .docx of many short paragraphs (a heading every 500)."""
+    d = docx.Document()
+    for i in range(paragraphs):
+        if i % 500 == 0:
+            d.add_heading(f"Part {i // 500}", 1)
+        d.add_paragraph(" ".join(f"w{i}x{j}" for j in range(words)))
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+def recursive_form_pdf(levels: int, fan: int = 10, text: str = "laughter ") -> bytes:
+    """A one-page PDF whose form XObjects each draw the one below ``fan`` times: a few
+    kilobytes that lay out ``fan ** levels`` copies of ``text``."""
+    writer = PdfWriter()
+    page = writer.add_blank_page(612, 792)
+    font = writer._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica")}))
+
+    def form(content: bytes, resources: DictionaryObject):
+        s = StreamObject()
+        s._data = content
+        s.update({NameObject("/Type"): NameObject("/XObject"),
+                  NameObject("/Subtype"): NameObject("/Form"),
+                  NameObject("/BBox"): ArrayObject([FloatObject(0), FloatObject(0),
+                                                    FloatObject(612), FloatObject(792)]),
+                  NameObject("/Resources"): resources})
+        return writer._add_object(s)
+
+    below = form(f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode(),
+                 DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}))
+    for _ in range(levels):
+        below = form(b"/X Do " * fan, DictionaryObject({NameObject("/XObject"): DictionaryObject(
+            {NameObject("/X"): below})}))
+    content = StreamObject()
+    content._data = b"/X Do"
+    page[NameObject("/Contents")] = writer._add_object(content)
+    page[NameObject("/Resources")] = DictionaryObject({NameObject("/XObject"): DictionaryObject(
+        {NameObject("/X"): below})})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
