@@ -88,7 +88,7 @@ def test_a_file_chosen_twice_is_stored_once_and_reported(tmp_path, settings, emb
 @pytest.mark.parametrize("isolation", ["process", "inline"])
 def test_a_hostile_file_fails_alone_in_a_batch(tmp_path, embedder, isolation):
     from tests.support.env import make_settings
-    from tests.support.hostile import nested_html
+    from specrag.bench.hostile_docs import nested_html
 
     settings = make_settings(tmp_path / "data", **{"chunking.parse_isolation": isolation,
                                                    "chunking.max_chars": 50_000})

@@ -17,7 +17,7 @@ from specrag.ingest.markup import html_depth, html_parts
 from specrag.ingest.parsers import parse_bytes
 from specrag.types import IngestError
 from tests.support.docs import make_docx, rezip
-from tests.support.hostile import (
+from specrag.bench.hostile_docs import (
     chinese_text,
     many_paragraph_docx,
     nested_html,

@@ -4,7 +4,8 @@
 ``report`` and ``reverify`` (a finished e2e run re-rendered or re-verified), ``chaos``
 (faults and concurrent sessions), ``verifier`` and ``reranker`` (the cross-encoders),
 ``llm-speed`` (a GGUF's first token and decode speed), ``concurrency`` (what a second
-user waits) and ``policy-timing`` (stage timings per policy).
+user waits), ``policy-timing`` (stage timings per policy) and ``ingest`` (parse and chunk
+seconds per MB by format and size).
 
 Deliberately not here: the benchmarks themselves (``specrag.bench.*``, plain functions
 with explicit arguments); this module parses arguments, calls them and prints.
@@ -64,6 +65,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="results folder (prompts.json, prompts.md)")
     p.set_defaults(func=cmd_prompts)
+
+    p = bsub.add_parser("ingest", help="parse + chunk seconds per MB from 100 KB to 10 MB "
+                                       "per format, and the hostile documents")
+    p.add_argument("--sizes", default="0.1,1,10", help="document sizes in MB of text")
+    p.add_argument("--formats", default=None, help="comma-separated subset of the formats")
+    p.add_argument("--no-hostile", action="store_true", help="skip the hostile documents")
+    p.add_argument("--out", default=None, help="results folder (ingest.json, ingest.md)")
+    p.set_defaults(func=cmd_ingest)
 
     p = bsub.add_parser("report", help="re-render e2e.md and e2e.html from an e2e.json")
     p.add_argument("run_json")
@@ -138,6 +147,22 @@ def cmd_prompts(args, settings) -> int:
     (out / "prompts.json").write_text(json.dumps(result, indent=1))
     (out / "prompts.md").write_text(prompts.to_markdown(result))
     print(prompts.to_markdown(result))
+    return 0
+
+
+def cmd_ingest(args, settings) -> int:
+    from specrag.bench import ingest_scaling
+
+    result = ingest_scaling.run(settings, tuple(float(x) for x in args.sizes.split(",")),
+                                args.formats.split(",") if args.formats else None,
+                                hostile=not args.no_hostile,
+                                progress=(lambda m: print(m, file=sys.stderr))
+                                if _progress(args) else None)
+    out = Path(args.out or settings.data_path / "bench" / "ingest")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ingest.json").write_text(json.dumps(result, indent=1))
+    (out / "ingest.md").write_text(ingest_scaling.to_markdown(result))
+    print(ingest_scaling.to_markdown(result))
     return 0
 
 

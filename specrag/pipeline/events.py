@@ -68,6 +68,9 @@ class Answer:
     heavy_verdict: Verdict | None = None  # the heavy answer against the chunks it was given
     route: Route | None = None  # the router's decision (``routed`` policy)
     early_rejected: SentenceVerdict | None = None  # the sentence that stopped the draft early
+    # what the user must read beside the answer (``phases.warnings_for``): instructions
+    # removed from a document, a withheld answer that obeyed one, an unverified draft
+    warnings: tuple[str, ...] = ()
 
     @property
     def shown_verdict(self) -> Verdict | None:
@@ -119,6 +122,7 @@ class Answer:
             "heavy_cancelled": self.heavy_cancelled,
             "draft_error": self.draft_error or None,
             "route": self.route.to_dict() if self.route else None,
+            "warnings": list(self.warnings),
             "early_rejected": ({"sentence": self.early_rejected.sentence,
                                 "score": round(self.early_rejected.score, 4)}
                                if self.early_rejected else None),

@@ -24,9 +24,9 @@ from specrag.generators.base import Usage
 from specrag.pipeline import costs
 from specrag.pipeline.early import SentenceWatch
 from specrag.pipeline.events import Answer, Citation, Draft, Generation, HeavyAnswer, StageEvent
-from specrag.pipeline.prompts import build_messages, cited_numbers, cut_for
+from specrag.pipeline.prompts import NOT_FOUND, build_messages, cited_numbers, cut_for
 from specrag.retrieval.fusion import fuse_orders
-from specrag.security import redacting
+from specrag.security import injection, redacting
 from specrag.types import Hit
 
 
@@ -225,6 +225,7 @@ class QuestionRun:
         citations = tuple(Citation(n, used[n - 1].source, used[n - 1].page, used[n - 1].text,
                                    used[n - 1].id) for n in numbers)
         spent = sum(costs.cost(u, prices) for u in self.usage if u)
+        text, warnings = self._checked(text, tier)
         answer = Answer(
             question=self.question, text=text, tier=tier, policy=self.policy, draft=self.draft,
             verdict=self.verdict, heavy=self.heavy, heavy_verdict=self.heavy_verdict,
@@ -232,8 +233,24 @@ class QuestionRun:
             verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
             usage=tuple(u for u in self.usage if u), cost_usd=spent,
             heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled,
-            draft_error=self.draft_error, route=self.route, early_rejected=self.early_rejected)
+            draft_error=self.draft_error, route=self.route, early_rejected=self.early_rejected,
+            warnings=warnings)
         return StageEvent("final", self.clock(), answer=answer)
+
+    def _checked(self, text: str, tier: str) -> tuple[str, tuple[str, ...]]:
+        """The answer to show and its warnings (see ``Answer.warnings``)."""
+        shown = [c for part in (self.draft, self.heavy) if part for c in part.chunks]
+        warnings = [f"{source} contains instructions to the model; they were removed before "
+                    "any model read it." for source in dict.fromkeys(
+                        c.source for c in shown if injection.instruction_spans(c.text))]
+        if (payload := injection.obeyed(text, [c.text for c in shown])) is not None:
+            warnings.append(f"The answer repeated what an instruction in a document demanded "
+                            f"(\"{payload[:40]}\"), so it was withheld.")
+            text = NOT_FOUND
+        elif tier == "draft" and self.verdict is not None and not self.verdict.accepted:
+            warnings.append("Not verified: the verifier did not accept this draft, so it may "
+                            "not be supported by the documents.")
+        return text, tuple(warnings)
 
     def _heavy_only_cost(self) -> float:
         """What answering with the heavy model alone costs (estimated when it did not run)."""

@@ -1,7 +1,8 @@
 """Prompts for the draft and heavy tiers: documents are quoted data, never instructions.
 
 Each retrieved chunk is wrapped in a numbered ``<document>`` element whose text is
-escaped so a document cannot close its own element or open a fake one; the system
+escaped so a document cannot close its own element or open a fake one, and its sentences
+that address the model are replaced by a marker (``security.injection``); the system
 prompt says document text is data to quote, that instructions inside documents must
 be ignored, that answers cite documents as ``[n]``, and that the exact reply when the
 documents do not contain the answer is ``The documents do not say.``
@@ -20,6 +21,7 @@ from dataclasses import replace
 
 from specrag.grounding.evidence import select
 from specrag.grounding.text import stems
+from specrag.security.injection import neutralize
 from specrag.types import Chunk
 
 NOT_FOUND = "The documents do not say."
@@ -47,7 +49,9 @@ def format_documents(chunks: list[Chunk]) -> str:
     parts = []
     for i, c in enumerate(chunks, 1):
         where = f' source="{_escape(c.source)}"' + (f' page="{c.page}"' if c.page else "")
-        parts.append(f"<document id=\"{i}\"{where}>\n{_escape(c.text.strip())}\n</document>")
+        # sentences that address the model never reach it (``security.injection``)
+        text = neutralize(c.text.strip())[0]
+        parts.append(f"<document id=\"{i}\"{where}>\n{_escape(text)}\n</document>")
     return "\n".join(parts)
 
 

@@ -1,7 +1,12 @@
-"""Hostile documents built by code: small files that cost a naive parser minutes.
+"""Documents built by code for the ingest tests and ``bench ingest``: ordinary ones of any
+size, and hostile ones, small files that cost a naive parser minutes.
 
-Each builder returns bytes a real user could upload. Sizes are parameters so tests keep
-them small and the ingest benchmark can scale them.
+Each builder returns what a real user could upload. Sizes are parameters so tests keep
+them small and the benchmark can scale them. Only runtime dependencies (python-docx,
+pypdf): the benchmark runs from an installed package.
+
+Deliberately not here: timing (``ingest_scaling``) and what a parser should make of them
+(the tests).
 """
 
 from __future__ import annotations
@@ -51,14 +56,57 @@ def many_paragraph_docx(paragraphs: int, words: int = 3) -> bytes:
     return out.getvalue()
 
 
+def docx_of(paragraphs: list[str], heading_every: int = 20) -> bytes:
+    d = docx.Document()
+    for i, text in enumerate(paragraphs):
+        if i % heading_every == 0:
+            d.add_heading(f"Section {i // heading_every}", 1)
+        d.add_paragraph(text)
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+def pdf_of(text: str, line_chars: int = 90, lines_per_page: int = 60) -> bytes:
+    """A PDF of ``text`` in Helvetica, about ``line_chars`` characters a line."""
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        if len(line) + len(w) + 1 > line_chars:
+            lines.append(line)
+            line = ""
+        line = f"{line} {w}" if line else w
+    lines.append(line)
+    writer = PdfWriter()
+    font = _helvetica(writer)
+    for start in range(0, len(lines), lines_per_page):
+        page = writer.add_blank_page(612, 792)
+        shown = "".join(f"({_pdf_escape(t)}) '\n" for t in lines[start:start + lines_per_page])
+        content = StreamObject()
+        content._data = f"BT /F1 9 Tf 40 760 Td 12 TL\n{shown}ET".encode("latin-1", "replace")
+        page[NameObject("/Contents")] = writer._add_object(content)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def _pdf_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def _helvetica(writer: PdfWriter):
+    return writer._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica")}))
+
+
 def recursive_form_pdf(levels: int, fan: int = 10, text: str = "laughter ") -> bytes:
     """A one-page PDF whose form XObjects each draw the one below ``fan`` times: a few
     kilobytes that lay out ``fan ** levels`` copies of ``text``."""
     writer = PdfWriter()
     page = writer.add_blank_page(612, 792)
-    font = writer._add_object(DictionaryObject({
-        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-        NameObject("/BaseFont"): NameObject("/Helvetica")}))
+    font = _helvetica(writer)
 
     def form(content: bytes, resources: DictionaryObject):
         s = StreamObject()
