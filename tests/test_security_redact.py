@@ -44,12 +44,13 @@ def raw_values(value: str) -> set[str]:
 
 # -- detection ------------------------------------------------------------------------------
 def test_precision_and_recall_on_the_generated_set():
-    scores = evaluate(generate(1500, seed=1))
-    for kind in ("email", "iban", "ssn", "ip", "phone"):
-        assert scores[kind]["precision"] >= 0.97 and scores[kind]["recall"] >= 0.97, (kind, scores)
-    # Luhn cannot tell a card from a 16-digit order number that happens to pass it
-    assert scores["card"]["recall"] >= 0.99 and scores["card"]["precision"] >= 0.85
-    assert scores["name"]["precision"] >= 0.95 and scores["name"]["recall"] >= 0.7
+    """The issue's targets on the held-out set (its people are in no detector list): the
+    set ``python -m specrag.security.pii_eval`` reports in README.md."""
+    scores = evaluate(generate(2000, seed=0))
+    for kind in ("email", "iban", "card", "ssn", "ip", "phone"):
+        assert scores[kind]["recall"] >= 0.98 and scores[kind]["precision"] >= 0.95, (kind, scores)
+    # capitalised phrases the stop-lists have never seen ("Silicon Valley") cost precision
+    assert scores["name"]["recall"] >= 0.90 and scores["name"]["precision"] >= 0.85, scores
     assert min(s["gold"] for s in scores.values()) >= 100
 
 

@@ -95,7 +95,14 @@ async def _render(engine, question, policy, collection) -> None:
                 out.write(f"heavy answer: {'supported' if v.supported else 'NOT SUPPORTED'} by the "
                           f"documents (grounded {v.grounding:.2f})\n")
         elif ev.kind == "final":
-            out.write("\n" + summary(ev.answer) + "\n")
+            a = ev.answer
+            shown = (a.heavy.text if a.tier == "heavy" and a.heavy else
+                     a.draft.text if a.draft else a.text)
+            for w in a.warnings:
+                out.write(f"\nwarning: {w}")
+            if a.text != shown:  # withheld: what streamed above is not the answer
+                out.write(f"\nanswer: {a.text}")
+            out.write("\n" + summary(a) + "\n")
         out.flush()
 
 

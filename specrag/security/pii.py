@@ -1,12 +1,16 @@
 """Find personal data in text: emails, phones, card numbers, IBANs, US SSNs, IPs and names.
 
-``detect(text, kinds)`` returns non-overlapping ``Span``s, left to right. Structured
-identifiers are matched by pattern and then *checked*: card numbers must pass Luhn
-(13-19 digits, issuer prefix 2-6), IBANs mod-97 with the country's length, SSNs the
-SSA's never-issued rules, IPs ``ipaddress``. Where two matches overlap the more
-specific kind wins (email > IBAN > card > SSN > IP > phone > name). Names come from an
-offline heuristic (a title, a common given name followed by a surname, or a given
-name after a cue like "Dear"); it misses unusual names without such context.
+``detect(text, kinds)`` returns non-overlapping ``Span``s, left to right, with offsets
+into ``text`` as given. Matching runs on a normalised view of it (``textview``: NFKC,
+zero-width characters dropped), so fullwidth digits or a soft hyphen inside a number
+change nothing. Structured identifiers are matched by shape and then *checked*: card
+numbers (13-19 digits, issuer prefix 2-6, grouped by spaces, dots or dashes, or not at
+all) must pass Luhn; IBANs (any case, spaced or compact) mod-97 with the country's
+length; SSNs the SSA's never-issued rules; IPs ``ipaddress``. Addresses may have
+Unicode local parts and internationalised domains. Phones are decided by shape and
+context (``phones``), names by capitalised runs and context (``name_finder``). Where
+two matches overlap the more specific kind wins (email > IBAN > card > SSN > IP >
+phone > name).
 
 Deliberately not here: placeholders and restoring them (``redact``), other kinds of
 personal data (postal addresses, dates of birth, passport numbers).
@@ -19,16 +23,21 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from specrag.security.names import CUES, GIVEN_NAMES, NOT_NAMES, NOT_SURNAMES, TITLES
+from specrag.security import name_finder, phones
+from specrag.security.textview import MARK, TextView
 
 KINDS = ("email", "iban", "card", "ssn", "ip", "phone", "name")  # priority order
 
-_EMAIL = re.compile(r"(?<![\w.+%-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@"
-                    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])")
+# letters and digits of any script with their combining marks ("प्रिया@उदाहरण.भारत");
+# the top-level domain is letters, or Punycode ("xn--p1ai")
+_ALNUM = rf"(?:[^\W_]|{MARK})"
+_EMAIL = re.compile(rf"(?<![\w.+%-]){_ALNUM}(?:{_ALNUM}|[._%+'-]){{0,63}}@"
+                    rf"(?:{_ALNUM}(?:(?:{_ALNUM}|-){{0,61}}{_ALNUM})?\.)+"
+                    rf"(?:(?:[^\W\d_]|{MARK}){{2,24}}|xn--[a-z0-9-]{{2,59}})(?![\w-])", re.I)
 _GROUP_START = re.compile(r"(?<![\w+.-])\d")
 _DIGITS = re.compile(r"\d+")
-_IBAN = re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,32}")
-_IBAN_START = re.compile(r"(?<![\w])[A-Z]{2}\d{2}")
+_IBAN = re.compile(r"(?<![\w])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){10,32}")
+_IBAN_START = re.compile(r"(?<![\w])[A-Za-z]{2}\d{2}")
 _SSN = re.compile(r"(?<![\w-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])"
                   r"|(?<=SSN)[:#\s]*(?!000|666|9\d\d)\d{9}(?!\w)"
                   r"|(?<=[Ss]ocial [Ss]ecurity [Nn]umber)[:#\s]*\d{9}(?!\w)")
@@ -36,28 +45,16 @@ _IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
                    r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
 _VERSION = re.compile(r"(?:version|release|v)\s*\.?\s*$", re.I)
-_PHONES = [
-    re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){1,6}(?![\w-])"),  # international
-    re.compile(r"(?<![\w+-])(?:1[ .-])?(?:\(\d{3}\)[ .-]?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\w-])"),
-    re.compile(r"(?<![\w+-])0\d{1,4}[ -]\d{3,4}[ -]?\d{3,4}(?![\w-])"),  # national, trunk 0
-]
 # IBAN lengths by country (the common ones; others are accepted at 15-34 if mod-97 holds)
 IBAN_LENGTHS = {"AD": 24, "AT": 20, "BE": 16, "BG": 22, "CH": 21, "CY": 28, "CZ": 24,
                 "DE": 22, "DK": 18, "EE": 20, "ES": 24, "FI": 18, "FR": 27, "GB": 22, "GR": 27,
                 "HR": 21, "HU": 28, "IE": 22, "IS": 26, "IT": 27, "LI": 21, "LT": 20, "LU": 20,
                 "LV": 21, "MC": 27, "MT": 31, "NL": 18, "NO": 15, "PL": 28, "PT": 25, "RO": 24,
                 "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TR": 26}
-_SURNAME = r"(?:O'|Mc|Mac|De|Van |Van der |de |van )?[A-Z][a-z]+(?:-[A-Z][a-z]+)?"
-_TITLED = re.compile(rf"\b(?:{'|'.join(TITLES)})\.?\s+([A-Z][a-z]+(?:\s+{_SURNAME})?)")
-_GIVEN = re.compile(rf"\b((?:{'|'.join(sorted(GIVEN_NAMES))}))(?:\s+[A-Z]\.)?"
-                    rf"(?:\s+({_SURNAME}))?\b")
-# after these words a capitalised word is a person even if its given name is not listed
-_CUED = re.compile(r"\b(?:Dear|Hi|Hello|Attn|[Cc]ontact(?: person)?|[Aa]sk|[Rr]each|[Cc]all|"
-                   r"[Bb]eneficiary|[Cc]ustomer|[Cc]lient|[Pp]atient|[Ee]mployee|[Aa]pplicant|"
-                   r"[Tt]enant|[Aa]ccount holder|[Ss]igned by|[Nn]ame|[Cc]c)[:,]?[ \t]+"
-                   rf"([A-Z][a-z]+)(?:[ \t]+({_SURNAME}))?\b")
-_IBAN_LIKE = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{1,4})* ?$")
-_CUE_BEFORE = re.compile(rf"\b(?:{'|'.join(CUES)})[,:]?\s+$")
+_IBAN_LIKE = re.compile(r"\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{1,4})* ?$")
+_CARD_SEPARATORS = " -."
+_CODE_BEFORE = re.compile(rf"\b(?:{phones.PRODUCT_CODES})\b(?:\s+(?:number|no\.?|#))?"
+                          r"(?:\s+(?:is|was))?\s*[:#=.]?\s*$", re.I)
 
 
 @dataclass(frozen=True)
@@ -85,19 +82,27 @@ def iban_ok(compact: str) -> bool:
 
 def detect(text: str, kinds=KINDS) -> list[Span]:
     """Non-overlapping spans of personal data, left to right (priority as in ``KINDS``)."""
+    view = TextView(text)
     taken = _Intervals()
-    spans: list[Span] = []
+    found_spans: list[tuple[int, int, str]] = []
     for kind in KINDS:
         if kind not in kinds:
             continue
-        for found in _FINDERS[kind](text):
+        for found in _FINDERS[kind](view.text):
             # a finder yields a span, or for phones a list of spans, longest first: the
             # longest that does not overlap a more specific kind wins
             for start, end in (found if isinstance(found, list) else [found]):
                 if taken.add(start, end):
-                    spans.append(Span(start, end, kind, text[start:end]))
+                    found_spans.append((*view.span(start, end), kind))
                     break
-    return sorted(spans, key=lambda s: s.start)
+    spans: list[Span] = []
+    for start, end, kind in sorted(found_spans):
+        # two matches inside one normalised character ("ﬁ" -> "fi") map to the same
+        # original one: the later is trimmed, never overlapping the earlier
+        start = max(start, spans[-1].end) if spans else start
+        if start < end:
+            spans.append(Span(start, end, kind, text[start:end]))
+    return spans
 
 
 class _Intervals:
@@ -125,25 +130,30 @@ def _emails(text):
 def _cards(text):
     """From each digit group start, the longest run of groups (13-19 digits) passing Luhn.
 
-    Every group start is tried, so a number glued to another ("... 0958 4111 1111 1111
-    1111") is still found; a run ends where a letter, or a separator not followed by a
-    digit, comes."""
+    Groups are joined by one separator, the same throughout (space, dot or dash), and
+    a grouped number has groups of 3-8 digits ("4111.1111.1111.1111", "3782 822463
+    10005"), so a decimal such as 3.14159265358979 is not one. Every group start is
+    tried, so a number glued to another ("... 0958 4111 1111 1111 1111") is still found;
+    a run ends where a letter, or a separator not followed by a digit, comes."""
     out, skip_until = [], -1
     for g in _GROUP_START.finditer(text):
         i = g.start()
-        if i < skip_until or _in_account_number(text, i):
+        if (i < skip_until or _in_account_number(text, i)
+                or _CODE_BEFORE.search(text[max(0, i - 32):i])):
             continue
-        best, pos, digits = None, i, ""
+        best, pos, digits, sep = None, i, "", None
         while (m := _DIGITS.match(text, pos)) and len(digits) + len(m.group()) <= 19:
+            if sep and not 3 <= len(m.group()) <= 8:
+                break
             digits, pos = digits + m.group(), m.end()
             nxt, after = text[pos:pos + 1], text[pos + 1:pos + 2]
-            joined = nxt in (" ", "-") and after.isdigit()
             if (13 <= len(digits) and digits[0] in "23456" and len(set(digits)) > 1
                     and not (nxt.isalnum() or nxt == "_") and luhn_ok(digits)):
                 best = (i, pos)
-            if not joined:
+            if not (nxt and nxt in _CARD_SEPARATORS and after.isdigit() and sep in (None, nxt)
+                    and 3 <= len(m.group()) <= 8):
                 break
-            pos += 1
+            sep, pos = nxt, pos + 1
         if best:
             out.append(best)
             skip_until = best[1]
@@ -159,7 +169,7 @@ def _ibans(text):
         raw = m.group()
         # map compact positions back to the text so trailing words are not swallowed
         positions = [i for i, ch in enumerate(raw) if ch != " "]
-        compact = raw.replace(" ", "")
+        compact = raw.replace(" ", "").upper()
         lengths = [IBAN_LENGTHS[compact[:2]]] if compact[:2] in IBAN_LENGTHS else \
             range(min(34, len(compact)), 14, -1)
         for n in lengths:
@@ -177,7 +187,7 @@ def _in_account_number(text: str, start: int) -> bool:
     if text[start:start + 1] == "+":
         return False
     m = _IBAN_LIKE.search(text[max(0, start - 40):start])
-    return bool(m) and not iban_ok(m.group().replace(" ", ""))
+    return bool(m) and not iban_ok(m.group().replace(" ", "").upper())
 
 
 def _ssns(text):
@@ -208,46 +218,11 @@ def _ips(text):
 
 
 def _phones(text):
-    out = []
-    for pattern in _PHONES:
-        for m in pattern.finditer(text):
-            if _in_account_number(text, m.start()):
-                continue
-            # "+44 20 7946 0958 123-45-6789": the greedy match runs into the SSN; its
-            # shorter prefixes (cut at a separator) are the fallbacks
-            ends = [m.end()] + [m.start() + i for i in range(len(m.group()) - 1, 0, -1)
-                                if m.group()[i] in " .-" and m.group()[i - 1].isdigit()]
-            ends = [e - 1 if text[e - 1] == ")" and text.count("(", m.start(), e)
-                    < text.count(")", m.start(), e) else e for e in ends]  # "0958)" of "(call ...)"
-            spans = [(m.start(), e) for e in ends
-                     if 7 <= sum(ch.isdigit() for ch in text[m.start():e]) <= 15]
-            if spans:
-                out.append(spans)
-    return out
+    return [spans for spans in phones.find(text) if not _in_account_number(text, spans[0][0])]
 
 
 def _names(text):
-    out = [m.span(1) for m in _TITLED.finditer(text)]
-    for m in _CUED.finditer(text):
-        if m.group(1) in NOT_SURNAMES or m.group(1) in NOT_NAMES:
-            continue
-        last = m.group(2)
-        out.append(m.span(1) if not last or last.split()[-1] in NOT_SURNAMES
-                   else (m.start(1), m.end(2)))
-    for m in _GIVEN.finditer(text):
-        surname = m.group(2)
-        if surname and surname.split()[-1] not in NOT_SURNAMES:
-            out.append((m.start(1), m.end(2)))
-        elif _CUE_BEFORE.search(text[max(0, m.start() - 20):m.start()]):
-            out.append(m.span(1))
-    out.sort(key=lambda se: (se[0], -se[1]))
-    merged: list[tuple[int, int]] = []
-    for s, e in out:  # the same name found by two rules: keep the longest
-        if merged and s < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
-        else:
-            merged.append((s, e))
-    return merged
+    return name_finder.find(text)
 
 
 _FINDERS = {"email": _emails, "iban": _ibans, "card": _cards, "ssn": _ssns, "ip": _ips,
