@@ -177,6 +177,8 @@ def _draft_badge(turn: Turn) -> tuple[str, str]:
         return "draft · failed", "rejected"
     if stage in ("retrieving", "drafting", "verifying"):
         return "draft · verifying", "pending"
+    if _withheld(turn):
+        return "draft · withheld", "rejected"  # it obeyed an instruction in a document
     if stage == "accepted":
         return "draft · accepted", "accepted"
     if turn.answer is not None and turn.answer.early_rejected is not None:
@@ -243,10 +245,12 @@ def render_turn(turn: Turn) -> str:
         final = done and turn.answer.tier == "draft"
         failed = (f'<p class="sr-draft-error">{escape(turn.draft_error)}</p>'
                   if turn.draft_error else "")
-        cards.append(_card("draft", badge, cls, turn.draft_model, _text(turn.draft) + failed,
+        text = turn.answer.text if final and _withheld(turn) else turn.draft
+        cards.append(_card("draft", badge, cls, turn.draft_model, _text(text) + failed,
                            stage == "drafting" and not failed, final, verdict_html(turn)))
     if turn.escalated or heavy_only or (done and turn.answer.tier == "heavy"):
-        body = _text(turn.heavy) if turn.heavy else (
+        heavy = turn.answer.text if done and _withheld(turn) else turn.heavy
+        body = _text(heavy) if heavy else (
             '<span class="sr-muted"><span class="sr-spinner"></span>'
             "reranking passages for the heavy model…</span>")
         label = "heavy · answer" if done else "heavy · writing"
@@ -264,7 +268,24 @@ def render_turn(turn: Turn) -> str:
     return (f'<article class="sr-turn" data-state="{stage}">'
             f'<div class="sr-q"><span class="sr-who">You</span>{escape(turn.question)}</div>'
             f'{route}<div class="sr-answers{cols}">{body}</div>{error}'
-            f"{citations_html(turn.answer)}{meta_line(turn.answer)}</article>")
+            f"{warnings_html(turn.answer)}{citations_html(turn.answer)}"
+            f"{meta_line(turn.answer)}</article>")
+
+
+def _withheld(turn: Turn) -> bool:
+    """The engine withheld what the model wrote (it obeyed an instruction in a document):
+    the final card shows the engine's answer, not the streamed text."""
+    a = turn.answer
+    return a is not None and bool(a.warnings) and a.text != (
+        turn.heavy if a.tier == "heavy" else turn.draft)
+
+
+def warnings_html(answer) -> str:
+    """What the user must read beside the answer (``Answer.warnings``), one line each."""
+    if answer is None or not answer.warnings:
+        return ""
+    items = "".join(f"<li>⚠ {escape(w)}</li>" for w in answer.warnings)
+    return f'<ul class="sr-warnings" role="alert">{items}</ul>'
 
 
 EMPTY = ('<div class="sr-empty"><p>Ask a question about the documents in the selected '
