@@ -22,6 +22,7 @@ def app_url(tmp_path):
 
 def test_ingest_then_search_through_the_api(tmp_path, app_url):
     from gradio_client import Client, handle_file
+    from gradio_client.exceptions import AppError
 
     good = write_handbook(tmp_path / "docs")
     bad = write_bad_files(tmp_path / "docs")
@@ -40,5 +41,5 @@ def test_ingest_then_search_through_the_api(tmp_path, app_url):
 
     msg, docs = client.predict("oncall.md", "default", api_name="/delete")
     assert msg == "Deleted oncall.md." and [r[0] for r in docs["data"]] == ["leave.pdf"]
-    status, _ = client.predict("x", "missing", 3, api_name="/search")
-    assert "does not exist" in status
+    with pytest.raises(AppError, match="collection 'missing' does not exist"):
+        client.predict("x", "missing", 3, api_name="/search")

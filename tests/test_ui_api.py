@@ -78,6 +78,26 @@ def test_chat_errors_are_one_line_messages(client):
             client.predict(question, collection, policy, api_name="/chat")
 
 
+def test_over_long_and_non_text_questions_are_refused_in_plain_words(client):
+    from gradio_client.exceptions import AppError
+
+    limit = _Settings().security.max_question_chars
+    with pytest.raises(AppError) as err:  # one character too many: refused, not cut
+        client.predict("x" * (limit + 1), "handbook", "", api_name="/chat")
+    assert str(err.value) == (f"the question is too long ({limit + 1:,} characters; the limit "
+                              f"is {limit:,}): ask about one thing at a time")
+    assert client.predict("y" * (limit - 30) + " annual leave days?", "handbook", "lazy",
+                          api_name="/chat")["question"].endswith("annual leave days?")
+    for question, message in [(123, "the question must be text, not int"),
+                              (["a"], "the question must be text, not list")]:
+        with pytest.raises(AppError, match=message):
+            client.predict(question, "handbook", "", api_name="/chat")
+    status, _ = client.predict("annual leave", "handbook", 3, api_name="/search")
+    assert status.startswith("3 chunks")
+    with pytest.raises(AppError, match="^collection name 'no such' is invalid: use"):
+        client.predict("annual leave", "no such", 3, api_name="/search")
+
+
 def test_ingest_reports_each_file_then_delete(tmp_path, client):
     from gradio_client import handle_file
 

@@ -2,9 +2,13 @@
 
 ``specrag users add NAME --role viewer`` hashes the password (from ``$SPECRAG_PASSWORD``,
 else asked twice on the terminal) into ``security.users_file``; ``users remove``,
-``users list`` and ``users keygen`` (a new encryption key) complete the set. Editing
-the users file needs write access to it, nothing else: that is how the first admin
-is made.
+``users list``, ``users logout NAME`` (ends that user's web sessions in a running app,
+from any process: it raises their session epoch in the file) and ``users keygen`` (a
+new encryption key) complete the set. A new password (``users add`` again) ends the
+old sessions too. ``users key NAME`` prints a new API key for the OpenAI-compatible
+endpoint once (the file keeps its digest); ``--list`` shows their key ids,
+``--revoke [KEY_ID]`` ends one or all of them. Editing the users file needs write access to it, nothing else: that
+is how the first admin is made.
 
 ``specrag --user NAME COMMAND`` (or ``$SPECRAG_USER``) signs in with
 ``$SPECRAG_PASSWORD`` (or a prompt) and binds that user for the whole command, so
@@ -23,7 +27,7 @@ import os
 import sys
 
 from specrag.security.access import AccessControl, acting_as
-from specrag.security.users import ROLES, add_user, load_directory, remove_user
+from specrag.security.users import ROLES, add_user, end_sessions, load_directory, remove_user
 from specrag.types import SpecragError
 
 PASSWORD_ENV = "SPECRAG_PASSWORD"
@@ -43,9 +47,16 @@ def add_parsers(sub) -> None:
     add.add_argument("--role", choices=ROLES, required=True)
     rm = usub.add_parser("remove", help="remove a user")
     rm.add_argument("name")
+    out = usub.add_parser("logout", help="end every web session of a user")
+    out.add_argument("name")
     usub.add_parser("list", help="users and roles")
     usub.add_parser("keygen", help="print a new random key for security.key_env / key_file")
-    for p in (add, rm, usub.choices["list"]):
+    key = usub.add_parser("key", help="a new API key for a user (printed once), or --revoke")
+    key.add_argument("name")
+    key.add_argument("--revoke", nargs="?", const="*", metavar="KEY_ID",
+                     help="revoke that key of the user (no KEY_ID: all their keys)")
+    key.add_argument("--list", action="store_true", help="the ids and dates of their keys")
+    for p in (add, rm, out, usub.choices["list"], key):
         p.add_argument("--file", help="users file (default: security.users_file)")
         p.add_argument("--json", action="store_true")
     users.set_defaults(func=cmd_users)
@@ -61,6 +72,8 @@ def cmd_users(args, settings) -> int:
     if not path:
         raise SpecragError("no users file: pass --file or set security.users_file "
                            "(SPECRAG_SECURITY__USERS_FILE)")
+    if args.users_command == "key":
+        return _api_key(args, path)
     if args.users_command == "add":
         add_user(path, args.name, args.role, _password(f"password for {args.name}: ", twice=True))
         print(json.dumps({"added": args.name, "role": args.role}) if args.json
@@ -71,10 +84,36 @@ def cmd_users(args, settings) -> int:
         print(json.dumps({"removed": ok}) if args.json else
               (f"removed {args.name}" if ok else f"no user '{args.name}' in {path}"))
         return 0 if ok else 1
+    if args.users_command == "logout":
+        epoch = end_sessions(path, args.name)
+        print(json.dumps({"logged_out": epoch is not None}) if args.json else
+              (f"ended the sessions of {args.name}" if epoch is not None
+               else f"no user '{args.name}' in {path}"))
+        return 0 if epoch is not None else 1
     directory = load_directory(path)
     rows = [{"name": u.name, "role": u.role} for u in directory.users.values()]
     print(json.dumps(rows) if args.json else
           "\n".join(f"{r['name']:<24} {r['role']}" for r in rows) or "(no users)")
+    return 0
+
+
+def _api_key(args, path) -> int:
+    """``users key NAME [--revoke [KEY_ID] | --list]``: the endpoint's bearer keys."""
+    from specrag.security import api_keys
+
+    if args.list:
+        rows = [{"id": k.id, "created": k.created} for k in api_keys.listed(path, args.name)]
+        print(json.dumps(rows) if args.json else
+              "\n".join(f"{r['id']}  {r['created']}" for r in rows) or "(no keys)")
+        return 0
+    if args.revoke:
+        n = api_keys.revoke(path, args.name, None if args.revoke == "*" else args.revoke)
+        print(json.dumps({"revoked": n}) if args.json else f"revoked {n} key(s) of {args.name}")
+        return 0 if n else 1
+    key_id, key = api_keys.issue(path, args.name)
+    # shown once: the file keeps only its digest
+    print(json.dumps({"id": key_id, "key": key}) if args.json else
+          f"{key}\n(key id {key_id} for {args.name}; it is not shown again)")
     return 0
 
 

@@ -5,7 +5,7 @@ The file (``security.users_file``) looks like::
     users:
       alice: {role: admin,  password: "$2b$12$..."}   # specrag users add alice --role admin
       bob:   {role: editor, password: "$2b$12$..."}
-      carol: {role: viewer, password: "$2b$12$..."}
+      carol: {role: viewer, password: "$2b$12$...", session_epoch: 1}  # users logout carol
     collections:
       hr:     {read: [editor, carol], write: [editor]}
       public: {read: ["*"], write: [editor]}
@@ -14,7 +14,12 @@ The file (``security.users_file``) looks like::
 An ACL entry is a role name, a user name, or ``*`` (every signed-in user). Roles cap
 what an entry can grant: ``admin`` reads and writes every collection, ``editor``
 writes where an ACL lets it, ``viewer`` never writes. The file is re-read when it
-changes, so ``specrag users add`` takes effect in a running app.
+changes, so ``specrag users add`` takes effect in a running app. ``session_epoch``
+(default 0) is raised by ``end_sessions`` (``specrag users logout NAME``): web sessions
+remember the epoch and the password hash they were opened with (``sessions``), so a new
+epoch or a new password ends them. ``api_keys`` (``specrag users key NAME``) holds the
+SHA-256 digests of the user's API keys for the OpenAI-compatible endpoint, never the
+keys (``api_keys``); a new password or a logout leaves them, ``users key --revoke`` ends them.
 
 Deliberately not here: the decision itself (``access``), login screens and sessions.
 """
@@ -54,6 +59,17 @@ class User:
     name: str
     role: str
     password_hash: str = field(repr=False)
+    session_epoch: int = 0  # raised to end the user's web sessions
+    api_keys: tuple["ApiKey", ...] = ()
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """One API key as the file keeps it: a short id to revoke it by, and its digest."""
+
+    id: str
+    sha256: str = field(repr=False)
+    created: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,7 +107,7 @@ class Directory:
         return Principal(user.name, user.role) if ok and user else None
 
 
-_cache: dict[str, tuple[tuple[int, int], Directory]] = {}
+_cache: dict[str, tuple[tuple[int, int, int], Directory]] = {}
 _lock = threading.Lock()
 _dummy: list[bytes] = []
 
@@ -112,7 +128,9 @@ def load_directory(path: str | os.PathLike) -> Directory:
     except FileNotFoundError:
         raise SpecragError(f"users file {p} not found (security.users_file); create it with "
                            "'specrag users add NAME --role admin'") from None
-    stamp = (st.st_mtime_ns, st.st_size)
+    # the inode too: ``_write`` renames a new file into place, and a same-size edit (a
+    # session epoch 1 -> 2) within one mtime tick must still be seen
+    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
     with _lock:
         hit = _cache.get(str(p))
         if hit and hit[0] == stamp:
@@ -142,10 +160,25 @@ def parse_directory(text: str, where: str = "users file") -> Directory:
         if not pw.startswith(("$2a$", "$2b$", "$2y$")):
             raise SpecragError(f"{where}: user '{name}' has no bcrypt password hash "
                                "(set one with 'specrag users add')")
-        users[name] = User(name, role, pw)
+        epoch = entry.get("session_epoch", 0)
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+            raise SpecragError(f"{where}: user '{name}' has session_epoch {epoch!r}; "
+                               "expected a whole number >= 0")
+        users[name] = User(name, role, pw, epoch, _api_keys(entry.get("api_keys"),
+                                                           f"{where}: user '{name}'"))
     collections = {check_collection_name(str(c)): _acl(v, f"{where}: collection '{c}'")
                    for c, v in (data.get("collections") or {}).items()}
     return Directory(where, users, collections, _acl(data.get("default"), f"{where}: default"))
+
+
+def _api_keys(entries, where: str) -> tuple[ApiKey, ...]:
+    keys = []
+    for e in entries or []:
+        digest = str((e or {}).get("sha256", "")) if isinstance(e, dict) else ""
+        if len(digest) != 64 or set(digest) - set("0123456789abcdef") or not e.get("id"):
+            raise SpecragError(f"{where}: an api_keys entry needs an id and a sha256 hex digest")
+        keys.append(ApiKey(str(e["id"]), digest, str(e.get("created", ""))))
+    return tuple(keys)
 
 
 def _acl(entry, where: str) -> ACL:
@@ -180,8 +213,41 @@ def add_user(path: str | os.PathLike, name: str, role: str, password: str) -> No
     data = data or {"users": {}, "collections": {}, "default": {"read": [], "write": []}}
     data.setdefault("users", {})
     data["users"] = data["users"] or {}
-    data["users"][name] = {"role": role, "password": hash_password(password)}
+    entry = {"role": role, "password": hash_password(password)}
+    epoch = (data["users"].get(name) or {}).get("session_epoch")
+    if epoch:  # kept, so an epoch never goes back to one an old session was opened with
+        entry["session_epoch"] = epoch
+    if keys := (data["users"].get(name) or {}).get("api_keys"):  # separate credentials
+        entry["api_keys"] = keys
+    data["users"][name] = entry
     _write(p, data)
+
+
+def end_sessions(path: str | os.PathLike, name: str) -> int | None:
+    """Raise ``name``'s session epoch, ending their web sessions; the new epoch, or None
+    when there is no such user."""
+    p = Path(os.path.expanduser(str(path)))
+    data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    entry = (data.get("users") or {}).get(name)
+    if entry is None:
+        return None
+    entry["session_epoch"] = int(entry.get("session_epoch", 0)) + 1
+    _write(p, data)
+    return entry["session_epoch"]
+
+
+def set_api_keys(path: str | os.PathLike, name: str, keys: list[ApiKey]) -> bool:
+    """Replace ``name``'s API keys (digests only) in the users file; False: no such user."""
+    p = Path(os.path.expanduser(str(path)))
+    data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    entry = (data.get("users") or {}).get(name)
+    if entry is None:
+        return False
+    entry.pop("api_keys", None)
+    if keys:
+        entry["api_keys"] = [{"id": k.id, "sha256": k.sha256, "created": k.created} for k in keys]
+    _write(p, data)
+    return True
 
 
 def remove_user(path: str | os.PathLike, name: str) -> bool:

@@ -2,7 +2,10 @@
 
 ``build(settings=None, engine=None, sample=True)`` assembles the tabs from the ``ui``
 modules and returns the ``gr.Blocks``; ``launch_options(settings)`` gives what
-``launch()`` needs (stylesheet, theme, and the login when a users file is configured).
+``launch()`` needs: stylesheet and theme, the upload size limit
+(``chunking.max_file_mb``), specrag's gate in front of Gradio's routes (``gate``:
+live sessions only, uploads bound to their sender, none from viewers) and the login
+when a users file is configured.
 With ``engine=None`` the app's engine is a resilient ``Service`` (admission gate,
 budgets, usage ledger, failover tiers, quality audit; ``pipeline.build``), built
 lazily: its models load on the first question, so the app starts in seconds. Tests
@@ -20,6 +23,11 @@ login, and every handler passes the request's user (``principal_from_request``) 
 library, which checks the collection ACLs itself; the Metrics tab is for admins. With no
 users file everyone is the local admin and there is no login, as before.
 
+Errors: an API call that cannot be answered (a question that is not text or is longer
+than ``security.max_question_chars``, a collection the user may not read, a busy
+engine) raises ``gr.Error`` with one plain line (``AppError`` in ``gradio_client``);
+nothing is cut short silently.
+
 Several users at once: every chat event gets its own ``ChatSession`` (``gr.State``) and
 passes its session's settings with the question; the engine is shared but keeps no
 per-question state between calls. The Gradio session hash is the ledger's and the
@@ -33,13 +41,13 @@ Deliberately not here: rendering (``chat``, ``charts``), tab contents (``documen
 # handlers at runtime, and ``gr`` is imported inside ``build``, not at module level
 import asyncio
 import logging
-import threading
 from pathlib import Path
 
 from specrag.ingest.ingestor import Ingestor
 from specrag.retrieval.retriever import Retriever
 from specrag.retrieval.store import Store
 from specrag.security.access import PermissionDenied
+from specrag.security.sanitize import check_question
 from specrag.settings import Settings
 from specrag.types import SpecragError, one_line
 from specrag.ui import charts, documents, metrics, panel, search
@@ -52,7 +60,6 @@ ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 # Answers mostly wait on models (local ones serialise on their own lock, remote ones
 # overlap), so a few at once keeps the page responsive without oversubscribing 2 cores.
 CONCURRENCY = 4
-MAX_QUESTION = 2000  # characters; longer input is cut, not refused
 SAMPLE_WAIT_S = 600  # a first question may wait this long for the sample ingestion
 
 log = logging.getLogger(__name__)
@@ -64,9 +71,14 @@ def css() -> str:
 
 
 def launch_options(settings: Settings | None = None) -> dict:
-    """Keyword arguments for ``launch()``: Gradio 6 takes css and theme there, and the
-    login (``auth``) when ``settings`` name a users file."""
+    """Keyword arguments for ``launch()``: Gradio 6 takes css and theme there, the upload
+    limit, the gate, and the login (``auth``) when ``settings`` name a users file."""
     import gradio as gr
+    from starlette.middleware import Middleware
+
+    from specrag.ui.gate import Gate
+
+    settings = settings or Settings()
 
     # system fonts only: the default theme would fetch web fonts, which offline hosts lack.
     # As ``Font`` objects, not strings: Gradio compares themes font by font (its launch
@@ -76,8 +88,14 @@ def launch_options(settings: Settings | None = None) -> dict:
                            font=[font(n) for n in ("Inter", "system-ui", "Segoe UI", "sans-serif")],
                            font_mono=[font(n) for n in ("ui-monospace", "SFMono-Regular",
                                                         "monospace")])
-    options = {"css": css(), "theme": theme}
-    auth = gradio_auth(settings) if settings is not None else None
+    options = {"css": css(), "theme": theme,
+               # Gradio refuses (413) a larger upload while it streams in, before any handler
+               "max_file_size": int(settings.chunking.max_file_mb * 1024 * 1024),
+               # the gate must see each request from the client itself: no Node front
+               # server (SSR) relaying it, no static workers taking uploads past it
+               "ssr_mode": False,
+               "app_kwargs": {"middleware": [Middleware(Gate, settings=settings)]}}
+    auth = gradio_auth(settings)
     if auth is not None:
         options.update(auth=auth, auth_message="Sign in with your specrag user.")
     return options
@@ -106,8 +124,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
     ingestor = Ingestor(settings, embedder=retriever.embedder if retriever else None, store=store)
     retriever = retriever or Retriever(settings, embedder=ingestor.embedder, store=store)
     engines = Engines(settings, engine, retriever)
-    write_lock = threading.Lock()
-    kb = SampleKB(ingestor, write_lock, principal=operator(settings))
+    kb = SampleKB(ingestor, principal=operator(settings))
     if not sample:
         kb.skip()
     elif kb.principal is None:
@@ -115,7 +132,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
     else:
         kb.start()
     default = COLLECTION if sample else settings.store.collection
-    lib = documents.Library(settings, ingestor, write_lock, default=default)
+    lib = documents.Library(settings, ingestor, default=default)
 
     def who(request):
         """The request's signed-in user (the local admin when no users are configured)."""
@@ -127,7 +144,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
     async def respond(question, collection, session, policy, threshold, top_k, draft_k,
                       heavy_k, answer_threshold, request: gr.Request):
         session = session or ChatSession()
-        question = " ".join((question or "").split())[:MAX_QUESTION]
+        question = " ".join((question or "").split())  # never cut: the engine refuses long ones
         if not question:
             yield gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
             return
@@ -157,9 +174,14 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
     async def chat(question: str, collection: str = default, policy: str = "",
                    request: gr.Request = None) -> dict:
         """Answer a question from a collection; returns the answer as a dict (see README)."""
-        question = " ".join((question or "").split())[:MAX_QUESTION]
         answer = None
         try:
+            # refused, never cut, before anything else reads it (the engine checks too)
+            question = " ".join(check_question(question,
+                                               settings.security.max_question_chars).split())
+            for name, value in (("collection", collection), ("policy", policy)):
+                if value is not None and not isinstance(value, str):
+                    raise SpecragError(f"the {name} must be text, not {type(value).__name__}")
             me = principal_from_request(request, settings)
             if collection == kb.collection:
                 await asyncio.to_thread(kb.wait, SAMPLE_WAIT_S)
@@ -170,6 +192,11 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
                 answer = ev.answer if ev.kind == "final" else answer
         except SpecragError as err:  # e.g. BusyError, BudgetExceeded, PermissionDenied
             raise gr.Error(one_line(err)) from None
+        except Exception as err:  # a bug, not the caller's fault: logged, a plain line out
+            log.exception("answering %r failed", question)
+            raise gr.Error(f"something went wrong: {type(err).__name__}") from None
+        if answer is None:
+            raise gr.Error("no answer came back; try again")
         return answer.to_dict()
 
     async def on_load(collection, request: gr.Request):

@@ -1,74 +1,118 @@
 """The app's login from the users file, and who is asking in each request.
 
-Wiring (in ``app.py``)::
+Wiring (``specrag.ui.app.launch_options`` does it)::
 
-    demo.launch(auth=gradio_auth(settings), ...)      # None: single-user, no login page
+    demo.launch(auth=gradio_auth(settings), app_kwargs={"middleware": [gate]}, ...)
     def search(query, collection, k, request: gr.Request):
         who = principal_from_request(request, settings)
         retriever.retrieve(query, k, collection, principal=who)   # the library checks
 
-``gradio_auth`` checks passwords with bcrypt and slows down guessing: after
-``MAX_FAILURES`` wrong passwords for a user name, that name is locked out for
-``LOCKOUT_S`` seconds (doubling while the guessing goes on). ``principal_from_request``
-takes the user Gradio signed in (its session cookie is server-side) and reads the
-role from the users file *now*, so a removed or demoted user loses access at once.
+``gradio_auth`` gives Gradio an *async* callable, which its ``/login`` route awaits:
+bcrypt then runs in a worker thread (``BCRYPT_THREADS`` at a time, so a login storm
+queues there instead of taking every core), never on the event loop that serves every
+other page. Guessing is slowed per client address, per (address, name) and, softly, per
+name (``specrag.security.throttle``); a refused attempt is an HTTP 429 with
+``Retry-After``. The client address and the signed-in ``User`` travel between the gate
+(``specrag.ui.gate``, which sees the request and the cookie Gradio sets) and this
+callable (which Gradio calls with a name and a password only) in a ``LoginAttempt``
+held in a context variable; without the gate there is no attempt and every login is
+refused, because its session could not be tied to the password.
 
-Deliberately not here: any permission decision (``specrag.security.access``); this
-module only says who the user is.
+``principal_from_request`` takes the user Gradio signed in, checks that the session is
+still live (``specrag.security.sessions``: same password hash and session epoch as the
+users file says now) and reads the role from the users file *now*, so a removed,
+demoted, reset or logged-out user loses access at once.
+
+Deliberately not here: any permission decision (``specrag.security.access``), the
+HTTP plumbing (``gate``); this module only says who the user is.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from typing import Callable
+import asyncio
+import logging
+import math
+import os
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Awaitable, Callable
 
 from specrag.security.access import AccessControl, PermissionDenied
-from specrag.security.users import LOCAL, Principal
+from specrag.security.sessions import SESSIONS
+from specrag.security.throttle import LoginThrottle, Refused
+from specrag.security.users import LOCAL, Directory, Principal, User
 from specrag.settings import Settings
 
-MAX_FAILURES = 5
-LOCKOUT_S = 30.0
+# half the cores: the other half keeps serving pages while a storm of logins is checked
+BCRYPT_THREADS = max(1, (os.cpu_count() or 2) // 2)
+COOKIE_PREFIX = "access-token-"  # Gradio's session cookies: access-token[-unsecure]-<app>
+
+log = logging.getLogger(__name__)
 
 
-class _Throttle:
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._state: dict[str, tuple[int, float]] = {}  # name -> (failures, locked until)
+@dataclass
+class LoginAttempt:
+    """One ``POST /login``: set by the gate, filled in by the auth callable."""
 
-    def locked(self, name: str) -> bool:
-        with self._lock:
-            return self._state.get(name, (0, 0.0))[1] > time.monotonic()
-
-    def record(self, name: str, ok: bool) -> None:
-        with self._lock:
-            if ok:
-                self._state.pop(name, None)
-                return
-            failures = self._state.get(name, (0, 0.0))[0] + 1
-            until = 0.0
-            if failures >= MAX_FAILURES:
-                until = time.monotonic() + LOCKOUT_S * 2 ** min(failures - MAX_FAILURES, 6)
-            self._state[name] = (failures, until)
+    address: str
+    user: User | None = None  # the user as the users file had them, once signed in
 
 
-def gradio_auth(settings: Settings) -> Callable[[str, str], bool] | None:
-    """A ``launch(auth=...)`` callable, or None when no users are configured."""
+# set by the gate around Gradio's ``/login`` route; Gradio awaits the auth callable in
+# that same task, so the callable sees it
+LOGIN_ATTEMPT: ContextVar[LoginAttempt | None] = ContextVar("specrag_login", default=None)
+
+
+def gradio_auth(settings: Settings, throttle: LoginThrottle | None = None
+                ) -> Callable[[str, str], Awaitable[bool]] | None:
+    """A ``launch(auth=...)`` coroutine function, or None when no users are configured."""
     control = AccessControl(settings)
     if not control.enabled:
         return None
     control.directory()  # a missing or broken users file fails at startup, not at login
-    throttle = _Throttle()
+    throttle = throttle or LoginThrottle()
+    bcrypt_slots = asyncio.Semaphore(BCRYPT_THREADS)
 
-    def check(username: str, password: str) -> bool:
-        name = (username or "").strip()
-        if throttle.locked(name):
+    async def check(username: str, password: str) -> bool:
+        from fastapi import HTTPException
+
+        attempt = LOGIN_ATTEMPT.get()
+        if attempt is None:
+            log.error("login refused: the app was launched without specrag's gate "
+                      "(launch it with **launch_options(settings))")
             return False
-        ok = control.authenticate(name, password or "") is not None
-        throttle.record(name, ok)
-        return ok
+        name = (username or "").strip()
+        try:
+            delay = throttle.begin(attempt.address, name)
+        except Refused as err:
+            raise HTTPException(429, str(err), headers={
+                "Retry-After": str(math.ceil(err.retry_after))}) from None
+        if delay:
+            await asyncio.sleep(delay)  # the soft per-name slow-down, off the loop too
+        async with bcrypt_slots:
+            user = await asyncio.to_thread(_verify, control, name, password or "")
+        throttle.finish(attempt.address, name, user is not None)
+        attempt.user = user
+        return user is not None
 
     return check
+
+
+def _verify(control: AccessControl, name: str, password: str) -> User | None:
+    """The ``User`` whose password this is (bcrypt: seconds of CPU, so in a thread)."""
+    directory = control.directory()
+    # one snapshot of the file: the session is tied to the hash that was checked
+    return directory.users[name] if directory.authenticate(name, password) else None
+
+
+def session_tokens(cookies) -> list[str]:
+    """Every Gradio session token among a request's cookies."""
+    return [str(v) for k, v in dict(cookies or {}).items() if str(k).startswith(COOKIE_PREFIX)]
+
+
+def live_users(cookies, directory: Directory) -> set[str]:
+    """The users of the live sessions among ``cookies`` (browsers send one per app)."""
+    return {u for u in (SESSIONS.user_of(t, directory) for t in session_tokens(cookies)) if u}
 
 
 def principal_from_request(request, settings: Settings) -> Principal:
@@ -79,4 +123,9 @@ def principal_from_request(request, settings: Settings) -> Principal:
     name = getattr(request, "username", None) if request is not None else None
     if not name:
         raise PermissionDenied("sign in first")
+    # the gate already turned dead sessions away; this catches one that died after the
+    # request was queued (a reset or ``users logout`` while a question waited)
+    if str(name) not in live_users(getattr(request, "cookies", None), control.directory()):
+        raise PermissionDenied("this session has ended (signed out, password changed or "
+                               "user removed): sign in again")
     return control.resolve(Principal(str(name), ""))

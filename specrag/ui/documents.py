@@ -8,9 +8,11 @@ out inside the caller's ``gr.Blocks`` and registers the ``/ingest`` and ``/delet
 endpoints (their inputs and outputs are part of the app's API: keep them stable).
 
 Every call acts as the request's user (``who(request)``, a ``Principal``): the library
-checks the collection ACLs (a viewer's upload or delete comes back as a one-line message,
+checks the collection ACLs (a viewer's upload or delete is refused with a one-line error,
 collections and documents a user may not read are not listed). Uploads are taken out of
-Gradio's temporary folder into memory (``take_uploads``: the files are wiped at once).
+Gradio's temporary folder into memory (``take_uploads``: the files are wiped at once),
+and only the caller's own uploads (``gate.claim_uploads``). A refused or invalid upload or delete raises ``SpecragError``,
+which the API turns into ``gr.Error`` (``AppError`` in ``gradio_client``).
 Names and messages shown as Markdown go through ``safe_markdown``/``safe_filename``.
 
 Writes to one collection wait only on each other's registry steps (``Store.writing``,
@@ -31,7 +33,8 @@ from specrag.retrieval.store import check_collection_name
 from specrag.security.access import authorize, list_documents, visible_collections
 from specrag.security.sanitize import safe_filename, safe_markdown
 from specrag.security.uploads import take_uploads
-from specrag.types import SpecragError
+from specrag.types import SpecragError, one_line
+from specrag.ui.gate import claim_uploads
 
 STATUS = {"added": "added", "replaced": "replaced", "unchanged": "already present",
           "failed": "failed"}
@@ -72,17 +75,14 @@ class Library:
     def upload(self, files, collection: str, who=None, progress=None):
         """(summary, per-file rows, document rows); the summary's first words are counts."""
         if not files:
-            return "Choose one or more files first.", [], self.doc_rows(collection, who)
+            raise SpecragError("choose one or more files first")
         limit = int(self.settings.chunking.max_file_mb * 1024 * 1024)
         # Gradio gives two copies of one file a single temporary path: read it once
         paths = list(dict.fromkeys(files))
         twice = [p for i, p in enumerate(files) if p in files[:i]]
         duplicates = len(twice)
         items, refused = take_uploads(paths, limit)  # into memory; the temporary files go
-        try:
-            collection = check_collection_name((collection or "").strip())
-        except SpecragError as err:
-            return safe_markdown(str(err)), [], []
+        collection = check_collection_name((collection or "").strip())
         if progress:
             progress(0, desc=f"Reading {len(items)} file{'s' * (len(items) != 1)}")
 
@@ -90,11 +90,8 @@ class Library:
             if progress:
                 progress(done / total, desc=f"{r.source}: {STATUS[r.status]}")
 
-        try:  # the library checks that ``who`` may write here
-            report = self.ingestor.ingest_bytes(items, collection, on_progress=step,
-                                                principal=who)
-        except SpecragError as err:
-            return safe_markdown(str(err)), [], self.doc_rows(collection, who)
+        # the library checks that ``who`` may write here (``SpecragError`` if not)
+        report = self.ingestor.ingest_bytes(items, collection, on_progress=step, principal=who)
         rows = [[safe_filename(r.source), STATUS[r.status], r.chunks, r.reason]
                 for r in report.results]
         rows += [[safe_filename(why.split(": ", 1)[0]), STATUS["failed"], 0, why]
@@ -114,11 +111,8 @@ class Library:
     def delete(self, doc: str, collection: str, who=None):
         doc = (doc or "").strip()
         if not doc:
-            return "Choose a document to delete.", self.doc_rows(collection, who)
-        try:
-            ok = self.ingestor.delete(doc, collection, principal=who)
-        except SpecragError as err:
-            return safe_markdown(str(err)), self.doc_rows(collection, who)
+            raise SpecragError("choose a document to delete")
+        ok = self.ingestor.delete(doc, collection, principal=who)  # ``SpecragError`` if refused
         name = safe_markdown(safe_filename(doc))
         msg = (f"Deleted {name}." if ok
                else f"No document '{name}' in {safe_markdown(collection or '')}.")
@@ -131,10 +125,17 @@ def build_tab(lib: Library, collection, gr, who):
 
     # parameter names are the API's (gradio_client shows them): keep them readable
     def upload(files, collection, request: gr.Request, progress=gr.Progress()):
-        return lib.upload(files, collection, who(request), progress)
+        try:  # only the caller's own uploads (``gate``), then the library's ACL check
+            return lib.upload(claim_uploads(files, request, lib.settings), collection,
+                              who(request), progress)
+        except SpecragError as err:  # refused or invalid: an API error, one plain line
+            raise gr.Error(one_line(err)) from None
 
     def delete(document, collection, request: gr.Request):
-        return lib.delete(document, collection, who(request))
+        try:
+            return lib.delete(document, collection, who(request))
+        except SpecragError as err:
+            raise gr.Error(one_line(err)) from None
 
     def docs_of(coll, request: gr.Request):
         me = who(request)

@@ -4,28 +4,29 @@ Useful to see why an answer was drafted from the passages it was: rank, cosine s
 source, page, heading and text of the top-k chunks. Registers the ``/search`` API
 endpoint (query, collection, k) -> (status line, hits table); keep it stable. Searches
 act as the request's user (``who(request)``): the retriever refuses a collection they may
-not read, and the refusal is the status line.
+not read. A refusal or a bad input (an empty, over-long or non-text query; the slider
+itself refuses a ``k`` out of range) is a ``gr.Error`` with one plain line (``AppError`` in ``gradio_client``), not a
+status line: a caller must not mistake it for a result.
 
 Deliberately not here: retrieval itself (``Retriever``), answering (the Chat tab).
 """
 
 # no ``from __future__ import annotations``: Gradio reads the ``gr.Request`` hint of the
 # handler at runtime, and ``gr`` is a parameter here, not a module global
-from specrag.security.sanitize import safe_markdown
-from specrag.types import SpecragError
+from specrag.security.sanitize import check_question
+from specrag.types import SpecragError, one_line
 
 HEADERS = ["rank", "score", "source", "page", "heading", "text"]
 
 
 def search(retriever, query: str, collection: str, k, who=None) -> tuple[str, list[list]]:
-    query = (query or "").strip()
+    """(status line, rows); a ``SpecragError`` for anything that is not a search."""
+    query = check_question(query, retriever.settings.security.max_question_chars).strip()
     if not query:
-        return "Type a question or keywords.", []
-    try:
-        res = retriever.retrieve(query[:2000], top_k=int(k), collection=collection,
-                                 principal=who)
-    except SpecragError as err:
-        return safe_markdown(str(err)), []
+        raise SpecragError("type a question or keywords")
+    if collection is not None and not isinstance(collection, str):
+        raise SpecragError(f"the collection must be text, not {type(collection).__name__}")
+    res = retriever.retrieve(query, top_k=int(k), collection=collection, principal=who)
     # a plain-text table (Dataframe "str" cells): document text is shown, never rendered
     rows = [[h.rank, round(h.score, 3), h.chunk.source, h.chunk.page or "",
              h.chunk.heading or "", h.chunk.text] for h in res.hits]
@@ -35,7 +36,10 @@ def search(retriever, query: str, collection: str, k, who=None) -> tuple[str, li
 
 def build_tab(retriever, collection, top_k: int, gr, who) -> None:
     def run(query, collection, k, request: gr.Request):  # parameter names are the API's
-        return search(retriever, query, collection, k, who(request))
+        try:
+            return search(retriever, query, collection, k, who(request))
+        except SpecragError as err:  # shown as a toast; plain text, Gradio escapes it
+            raise gr.Error(one_line(err)) from None
 
     with gr.Row(equal_height=True):
         query = gr.Textbox(label="Query", placeholder="How many days of annual leave?",
