@@ -74,6 +74,9 @@ class RetrievalSettings:
     # reciprocal rank fusion of the reranker's order with the bi-encoder's (``fusion``):
     # for a weak reranker; the shipped one does better alone (recall@3 0.937 vs 0.929 fused)
     rerank_fusion: bool = False
+    # hybrid: also rank by BM25 (SQLite FTS5, ``retrieval.keyword``) and fuse the two top_k
+    # lists by reciprocal rank; hits keep their cosine scores (specrag bench retrieval)
+    hybrid: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,15 @@ class RoutingSettings:
     # (about the draft/heavy time ratio of the run it was trained on); lower it when the
     # heavy tier is a billed remote model and cost matters more than time
     threshold: float = -1.0
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """Follow-up questions (``pipeline.followup``): the conversation so far rewrites them."""
+
+    rewrite: bool = True  # a follow-up is rewritten into a standalone question first
+    history_turns: int = 3  # earlier question/answer pairs the rewrite sees
+    rewrite_max_tokens: int = 48
 
 
 @dataclass(frozen=True)
@@ -237,6 +249,7 @@ class Settings:
     verify: VerifySettings = field(default_factory=VerifySettings)
     generation: GenerationSettings = field(default_factory=GenerationSettings)
     routing: RoutingSettings = field(default_factory=RoutingSettings)
+    chat: ChatSettings = field(default_factory=ChatSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)

@@ -67,6 +67,20 @@ def test_chat_hard_question_goes_to_the_heavy_model(client):
     assert only["tier"] == "heavy" and only["draft"] is None and only["verdict"] is None
 
 
+def test_chat_takes_the_conversation_so_far(client):
+    history = [{"role": "user", "content": "How long must passwords be?"},
+               {"role": "assistant", "content": "Passwords must be at least 14 characters."}]
+    r = client.predict("And how often do they have to be changed?", "handbook", "lazy", history,
+                       api_name="/chat")
+    # the scripted draft cannot rewrite: the previous question carries the follow-up
+    assert r["question"] == "And how often do they have to be changed?"
+    assert r["searched_for"] == ("How long must passwords be? And how often do they have "
+                                 "to be changed?")
+    assert "rewrite" in r["timings_ms"]
+    alone = client.predict(EASY, "handbook", "lazy", history, api_name="/chat")
+    assert alone["searched_for"] is None and alone["tier"] == "draft"  # no rewrite needed
+
+
 def test_chat_errors_are_one_line_messages(client):
     from gradio_client.exceptions import AppError
 

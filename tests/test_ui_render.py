@@ -266,3 +266,16 @@ def test_an_unverified_draft_only_answer_is_warned_about(tmp_path):
     turn, seen = run(make_engine(tmp_path, draft=BAD), policy="draft-only")
     assert not turn.answer.accepted
     assert "⚠ Not verified: the verifier did not accept this draft" in seen[-1][2]
+
+
+def test_a_session_keeps_the_conversation_for_follow_ups(tmp_path):
+    session = ChatSession()
+    turn, _ = run(make_engine(tmp_path))
+    session.finish(turn)
+    assert session.history == [{"role": "user", "content": "How much annual leave?"},
+                               {"role": "assistant", "content": turn.answer.text}]
+    follow_up, seen = run(make_engine(tmp_path, draft=GOOD), "And how many for interns?",
+                          history=session.history)
+    assert follow_up.searched_for and "searched for: <q>" in seen[-1][2]
+    session.finish(follow_up)
+    assert session.history[2]["content"] == follow_up.answer.searched_for  # the standalone one

@@ -56,7 +56,9 @@ def cmd_ask(args, settings) -> int:
 async def _render(engine, question, policy, collection) -> None:
     out = sys.stdout
     async for ev in engine.astream(question, policy=policy, collection=collection):
-        if ev.kind == "retrieved":
+        if ev.kind == "rewritten":
+            out.write(f"searched for: {ev.text}\n")
+        elif ev.kind == "retrieved":
             out.write(f"retrieved {len(ev.hits)} chunks in {ev.t_ms:.0f} ms\n")
         elif ev.kind == "routed":
             out.write(f"{ev.route.label}\n")

@@ -47,6 +47,7 @@ import time
 from specrag.generators.base import GenerationError
 from specrag.observability import ledger
 from specrag.observability.tracing import Tracer
+from specrag.pipeline import followup
 from specrag.pipeline.events import POLICIES, Answer, StageEvent
 from specrag.pipeline.phases import QuestionRun
 from specrag.pipeline.prompts import NOT_FOUND
@@ -169,30 +170,31 @@ class SpeculativeRAG:
 
     async def astream(self, question: str, *, policy: str | None = None,
                       collection: str | None = None, source: str | list[str] | None = None,
-                      principal=None):
+                      principal=None, history: list[dict] | None = None):
         """The question's events, run in a task of its own (its spans and ledger scope
-        stay with it)."""
+        stay with it). ``history``: the conversation so far (``pipeline.followup``)."""
         async for event in isolated(lambda: self.events(question, policy=policy,
                                                         collection=collection, source=source,
-                                                        principal=principal)):
+                                                        principal=principal, history=history)):
             yield event
 
     async def events(self, question: str, *, policy: str | None = None,
                      collection: str | None = None, source: str | list[str] | None = None,
-                     principal=None):
+                     principal=None, history: list[dict] | None = None):
         """``astream`` in the caller's task: for a caller that isolates the question."""
         policy = policy or self.settings.generation.policy
         with self.tracer.question(policy, question) as traced:
             who = access.authorize(self.settings, "read", collection, principal)  # ACL, once
             sanitize.check_question(question or "", self.settings.security.max_question_chars)
-            async for event in self._stages(question, policy, collection, source, who):
+            history = followup.check_history(history)
+            async for event in self._stages(question, policy, collection, source, who, history):
                 traced.see(event)
                 if event.kind == "final" and self.auditor is not None:  # SQLite: off the loop
                     await asyncio.to_thread(self.auditor.maybe_record, event.answer,
                                             collection or self.settings.store.collection)
                 yield event
 
-    async def _stages(self, question, policy, collection, source, who=None):
+    async def _stages(self, question, policy, collection, source, who=None, history=()):
         s = self.settings
         if policy not in POLICIES:
             raise SpecragError(f"policy must be one of {', '.join(POLICIES)}, got '{policy}'")
@@ -204,11 +206,22 @@ class SpeculativeRAG:
         t0 = time.perf_counter()
         clock = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
         timings: dict[str, float] = {}
+        asked, rewrite = question, None
+        if history and s.chat.rewrite:
+            rewrite = await followup.rewrite(self.tier("draft"), question, history,
+                                             turns=s.chat.history_turns,
+                                             max_tokens=s.chat.rewrite_max_tokens)
+            if rewrite.rewritten:  # from here on everything works on the standalone question
+                question = rewrite.standalone
+                timings["rewrite"] = rewrite.ms
+                yield StageEvent("rewritten", clock(), text=question)
         ret = await self._retrieve(question, collection, source, who)
         timings.update(vector_search=ret.search_ms, retrieval=clock())
         hits = ret.hits
         yield StageEvent("retrieved", clock(), hits=hits)
-        run = QuestionRun(self, question, hits, policy, clock, timings)
+        run = QuestionRun(self, question, hits, policy, clock, timings, asked=asked)
+        if rewrite is not None and rewrite.usage is not None:
+            run.usage.append(rewrite.usage)
         if not hits:
             yield run.final(NOT_FOUND, "draft")
             return

@@ -2,6 +2,7 @@
 
 The UI, CLI and benchmark only render these records. ``StageEvent.kind`` is one of
 ``KINDS``, in this order for a single question (stages a policy skips are absent):
+rewritten (a follow-up's standalone question in ``text``, ``pipeline.followup``),
 retrieved, routed (``routed`` policy: the router's ``Route``), draft_token*, draft_done, verdict, rerank_done, heavy_token*, heavy_done,
 heavy_verdict (the heavy answer checked against its chunks, ``verify.check_heavy``),
 final; ``draft_failed`` (its ``text`` says why) takes the place of draft_done and verdict
@@ -20,7 +21,7 @@ from specrag.grounding.verifier import SentenceVerdict, Verdict
 from specrag.routing.router import Route
 from specrag.types import Chunk, Hit
 
-KINDS = ("retrieved", "routed", "draft_token", "draft_done", "draft_failed", "verdict", "rerank_done",
+KINDS = ("rewritten", "retrieved", "routed", "draft_token", "draft_done", "draft_failed", "verdict", "rerank_done",
          "heavy_token", "heavy_done", "heavy_verdict", "final")
 POLICIES = ("lazy", "eager", "routed", "draft-only", "heavy-only")
 
@@ -71,6 +72,7 @@ class Answer:
     # what the user must read beside the answer (``phases.warnings_for``): instructions
     # removed from a document, a withheld answer that obeyed one, an unverified draft
     warnings: tuple[str, ...] = ()
+    searched_for: str = ""  # a follow-up's standalone rewrite (``pipeline.followup``)
 
     @property
     def shown_verdict(self) -> Verdict | None:
@@ -123,6 +125,7 @@ class Answer:
             "draft_error": self.draft_error or None,
             "route": self.route.to_dict() if self.route else None,
             "warnings": list(self.warnings),
+            "searched_for": self.searched_for or None,
             "early_rejected": ({"sentence": self.early_rejected.sentence,
                                 "score": round(self.early_rejected.score, 4)}
                                if self.early_rejected else None),

@@ -34,9 +34,10 @@ class QuestionRun:
     """The state of one question; the engine's phases as small async steps."""
 
     def __init__(self, engine, question: str, hits: tuple[Hit, ...], policy: str,
-                 clock, timings: dict[str, float]):
+                 clock, timings: dict[str, float], asked: str | None = None):
         self.e, self.s = engine, engine.settings
         self.question, self.hits, self.policy = question, hits, policy
+        self.asked = asked or question  # ``question`` is its standalone rewrite, if any
         self.clock, self.timings = clock, timings
         self.draft: Draft | None = None
         self.verdict = None
@@ -227,7 +228,8 @@ class QuestionRun:
         spent = sum(costs.cost(u, prices) for u in self.usage if u)
         text, warnings = self._checked(text, tier)
         answer = Answer(
-            question=self.question, text=text, tier=tier, policy=self.policy, draft=self.draft,
+            question=self.asked, text=text,
+            searched_for=self.question if self.question != self.asked else "", tier=tier, policy=self.policy, draft=self.draft,
             verdict=self.verdict, heavy=self.heavy, heavy_verdict=self.heavy_verdict,
             citations=citations, hits=self.hits,
             verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),

@@ -158,8 +158,9 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
                 await asyncio.to_thread(kb.wait, SAMPLE_WAIT_S)
             opts = Options(policy, threshold, top_k, draft_k, heavy_k, answer_threshold)
             engine = await asyncio.to_thread(engines.view, opts)
+            # the conversation so far: a follow-up is rewritten into a standalone question
             events = stream(engine, question, request.session_hash, policy=policy or None,
-                            collection=collection, principal=me)
+                            collection=collection, principal=me, history=session.history)
             async for t in follow(events, turn):
                 yield session.html(t), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         except SpecragError as err:  # e.g. BusyError, BudgetExceeded, PermissionDenied
@@ -172,8 +173,9 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
                charts.stats_markdown(session.points))
 
     async def chat(question: str, collection: str = default, policy: str = "",
-                   request: gr.Request = None) -> dict:
-        """Answer a question from a collection; returns the answer as a dict (see README)."""
+                   history: list | None = None, request: gr.Request = None) -> dict:
+        """Answer a question from a collection; returns the answer as a dict (see README).
+        ``history``: the conversation so far, ``[{"role": "user"|"assistant", "content"}]``."""
         answer = None
         try:
             # refused, never cut, before anything else reads it (the engine checks too)
@@ -188,7 +190,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
             engine = await asyncio.to_thread(engines.warm_up)
             async for ev in stream(engine, question, getattr(request, "session_hash", None),
                                    policy=policy or None, collection=collection or None,
-                                   principal=me):
+                                   principal=me, history=history or None):
                 answer = ev.answer if ev.kind == "final" else answer
         except SpecragError as err:  # e.g. BusyError, BudgetExceeded, PermissionDenied
             raise gr.Error(one_line(err)) from None

@@ -38,11 +38,15 @@ class Turn:
     draft_error: str = ""  # the draft's generation failed; the heavy tier answers
     note: str = ""  # shown while nothing has arrived yet (e.g. "loading models")
     route: object = None  # the router's decision (``routed`` policy)
+    searched_for: str = ""  # a follow-up's standalone rewrite
     _seen: set = field(default_factory=set)  # event kinds so far
 
     def apply(self, ev) -> "Turn":
         self._seen.add(ev.kind)
-        if ev.kind == "retrieved":
+        if ev.kind == "rewritten":
+            self.searched_for = ev.text
+            self.note = f"searched for: {ev.text} · retrieving passages…"
+        elif ev.kind == "retrieved":
             self.hits = ev.hits
             self.note = f"{len(ev.hits)} passages retrieved · generating…"
         elif ev.kind == "routed":
@@ -261,6 +265,9 @@ def render_turn(turn: Turn) -> str:
                            False, True))
     route = (f'<div class="sr-route" data-route="{escape(turn.route.route)}">'
              f"{escape(turn.route.label)}</div>" if turn.route is not None else "")
+    if turn.searched_for:  # a follow-up: what was searched and answered
+        route = (f'<div class="sr-rewrite">searched for: <q>{escape(turn.searched_for)}</q>'
+                 f"</div>{route}")
     cols = " sr-two" if len(cards) == 2 else ""
     link = ('<div class="sr-link" aria-hidden="true">→</div>' if len(cards) == 2 else "")
     body = link.join(cards)

@@ -147,6 +147,8 @@ def _lend_models(auditor, engine) -> None:
 class ChatSession:
     turns: list[str] = field(default_factory=list)
     points: list[charts.Point] = field(default_factory=list)
+    # the conversation as messages, for follow-up questions (``pipeline.followup``)
+    history: list[dict] = field(default_factory=list)
 
     def html(self, live: Turn | None = None) -> str:
         return render_conversation(self.turns, live)
@@ -155,6 +157,11 @@ class ChatSession:
         self.turns = (self.turns + [render_turn(turn)])[-MAX_TURNS:]
         if turn.answer is not None:
             self.points = self.points + [charts.point(turn.answer)]
+            # the standalone question, so a follow-up of a follow-up still resolves
+            asked = turn.answer.searched_for or turn.question
+            self.history = (self.history + [{"role": "user", "content": asked},
+                                            {"role": "assistant",
+                                             "content": turn.answer.text}])[-2 * MAX_TURNS:]
 
 
 async def follow(events, turn: Turn, interval: float = 0.05):

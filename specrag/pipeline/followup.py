@@ -1,0 +1,136 @@
+"""Follow-up questions: the conversation so far turns one into a standalone question.
+
+``await rewrite(tier, question, history, max_tokens)`` returns a ``Rewrite``. A question
+that already stands alone (no conversation, or no word that points back into it, such as
+"they", "that one", "what about", "and ...?") costs nothing: it is searched as asked.
+Otherwise the draft tier is asked to rewrite it with the last turns in view, one short
+generation. A reply that does not look like a question about the same thing (empty,
+several lines, far longer than the question and its context, "The documents do not
+say") falls back to the previous question followed by this one, which still finds the
+passages the conversation is about. Retrieval, verification and both prompts then use
+the rewrite; the UI shows it as "searched for: ...".
+
+``history`` is a list of ``{"role": "user" | "assistant", "content": str}`` messages,
+oldest first, as the OpenAI chat format has it.
+
+Deliberately not here: remembering conversations (the caller passes them), answering
+from earlier answers (only the documents are evidence), and summarising long chats.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from specrag.generators.base import GenerationError, Usage
+from specrag.types import SpecragError
+
+_REFERS_BACK = re.compile(
+    r"\b(?:it|its|they|them|their|theirs|these|those|he|him|his|she|her|hers|the same|"
+    r"the other|the former|the latter|else|instead|another|again)\b|^\W*(?:and|but|or|so|"
+    r"what about|how about|what if)\b", re.IGNORECASE)
+# words that point back only in a short question ("and that one?", "what about there?")
+_WEAK = re.compile(r"\b(?:this|that|there|then|one|ones|also|too|more|either|neither)\b",
+                   re.IGNORECASE)
+_SHORT = 6  # words
+_CONTENT = re.compile(r"[^\W\d_][\w'-]{3,}")
+_ANSWER_WORDS = 60  # of each earlier answer shown to the rewriter: prefill is its cost
+
+SYSTEM = ("Rewrite the user's last question so that it can be understood without the "
+          "conversation: replace pronouns and references with the things they refer to. "
+          "Do not answer it. Reply with the rewritten question only.")
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    question: str  # as asked
+    standalone: str  # what is searched, verified and answered
+    method: str  # "alone" (no rewrite needed), "model", or "fallback"
+    ms: float = 0.0
+    usage: Usage | None = None
+
+    @property
+    def rewritten(self) -> bool:
+        return self.standalone != self.question
+
+
+def check_history(history) -> list[dict]:
+    """The history as a list of messages, or a one-line ``SpecragError`` saying why not."""
+    if history is None:
+        return []
+    if not isinstance(history, (list, tuple)) or not all(
+            isinstance(m, dict) and m.get("role") in ("user", "assistant", "system")
+            and isinstance(m.get("content", ""), str) for m in history):
+        raise SpecragError("history must be a list of {\"role\": \"user\" or \"assistant\", "
+                           "\"content\": text} messages")
+    return [m for m in history if m.get("role") != "system"]
+
+
+def stands_alone(question: str, history: list[dict] | None) -> bool:
+    """No conversation, or nothing in the question that points back into it."""
+    if not any(m.get("role") == "user" and m.get("content") for m in history or ()):
+        return True
+    q = question.strip()
+    return not (_REFERS_BACK.search(q) or (len(q.split()) < _SHORT and _WEAK.search(q)))
+
+
+def messages_for(question: str, history: list[dict], turns: int) -> list[dict]:
+    lines = []
+    for m in _last_turns(history, turns):
+        words = str(m.get("content", "")).split()
+        text = " ".join(words[:_ANSWER_WORDS]) + (" ..." if len(words) > _ANSWER_WORDS else "")
+        lines.append(f"{'User' if m.get('role') == 'user' else 'Assistant'}: {text}")
+    user = ("Conversation:\n" + "\n".join(lines) + f"\n\nLast question: {question}\n"
+            "Rewritten question:")
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+async def rewrite(tier, question: str, history: list[dict] | None, *, turns: int = 3,
+                  max_tokens: int = 48) -> Rewrite:
+    if stands_alone(question, history):
+        return Rewrite(question, question, "alone")
+    t0 = time.perf_counter()
+    pieces, usage = [], None
+    try:
+        async for item in tier.stream(messages_for(question, history, turns),
+                                      max_tokens=max_tokens, temperature=0.0):
+            if isinstance(item, Usage):
+                usage = item
+            else:
+                pieces.append(item)
+    except GenerationError:  # no rewrite is no reason to fail the question
+        pieces = []
+    reply = _clean("".join(pieces))
+    previous = _previous_question(history)
+    if not _plausible(reply, question, history):
+        return Rewrite(question, f"{previous} {question}".strip(), "fallback",
+                       (time.perf_counter() - t0) * 1000, usage)
+    return Rewrite(question, reply, "model", (time.perf_counter() - t0) * 1000, usage)
+
+
+def _last_turns(history: list[dict], turns: int) -> list[dict]:
+    kept = [m for m in history if m.get("role") in ("user", "assistant") and m.get("content")]
+    return kept[-2 * max(1, turns):]
+
+
+def _previous_question(history: list[dict]) -> str:
+    return next((str(m["content"]) for m in reversed(history)
+                 if m.get("role") == "user" and m.get("content")), "")
+
+
+def _clean(reply: str) -> str:
+    line = reply.strip().split("\n")[0].strip()
+    line = re.sub(r"^(?:rewritten|standalone)?\s*question\s*:\s*", "", line, flags=re.I)
+    return line.strip().strip("\"'“”").strip()
+
+
+def _plausible(reply: str, question: str, history: list[dict]) -> bool:
+    """A one-line question built from the question and the conversation's words."""
+    if not reply or "documents do not say" in reply.lower() or len(reply) > 3 * len(question) + 120:
+        return False
+    known = {w.lower() for m in history for w in _CONTENT.findall(str(m.get("content", "")))}
+    known |= {w.lower() for w in _CONTENT.findall(question)}
+    words = [w.lower() for w in _CONTENT.findall(reply)]
+    # a rewrite may add a few words of its own, not a new topic
+    return bool(words) and sum(w in known for w in words) >= 0.6 * len(words)

@@ -1,0 +1,136 @@
+"""Follow-up questions: when a question needs the conversation, and what the engine does
+with the rewrite (control flow on fakes; recall on real data is ``bench followups``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from specrag.generators.base import GenerationError
+from specrag.grounding.verifier import Verifier
+from specrag.pipeline import followup
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.testing import FakeGenerator
+from specrag.types import SpecragError
+from tests.support.env import make_settings
+from tests.support.fakes import FakeRetriever, ReverseReranker, WordScorer
+
+HISTORY = [{"role": "user", "content": "How long must passwords be?"},
+           {"role": "assistant", "content": "Passwords must be at least 14 characters [1]."}]
+PASSWORDS = "Passwords must be at least 14 characters and are changed every 90 days."
+
+
+@pytest.mark.parametrize("question,alone", [
+    ("And how often do they have to be changed?", False),
+    ("What about contractors?", False),
+    ("Is that one allowed?", False),
+    ("Does it apply to interns too?", False),
+    ("What is the hotel limit per night in Lisbon?", True),
+    ("How many days of annual leave do employees get per year?", True),
+    ("Is there a limit on expense claims for client dinners in the office?", True),
+])
+def test_only_questions_that_point_back_are_rewritten(question, alone):
+    assert followup.stands_alone(question, HISTORY) is alone
+    assert followup.stands_alone(question, None) is True  # no conversation: nothing to resolve
+
+
+def test_the_rewriter_sees_the_last_turns_only_and_short():
+    long_answer = {"role": "assistant", "content": "word " * 500}
+    history = [{"role": "user", "content": f"question {i}?"} for i in range(10)] + [long_answer]
+    msgs = followup.messages_for("And then?", history, turns=2)
+    body = msgs[1]["content"]
+    assert "question 6?" not in body and "question 8?" in body and "question 9?" in body
+    assert body.count("word") == 60 and body.rstrip().endswith("Rewritten question:")
+
+
+@pytest.mark.parametrize("history", ["not a list", [{"role": "wizard", "content": "x"}],
+                                     [{"role": "user", "content": 3}]])
+def test_a_malformed_history_is_a_clear_error(history):
+    with pytest.raises(SpecragError, match="history must be a list of"):
+        followup.check_history(history)
+
+
+class RecordingRetriever(FakeRetriever):
+    """The fake's hits, and every query it was asked."""
+
+    def __init__(self, texts):
+        super().__init__(texts)
+        self.queries = []
+
+    def search(self, query, *args, **kwargs):
+        self.queries.append(query)
+        return super().search(query, *args, **kwargs)
+
+
+def engine_with(tmp_path, draft_replies, **values):
+    s = make_settings(tmp_path, **values)
+    draft = FakeGenerator(replies=draft_replies)
+    retriever = RecordingRetriever([PASSWORDS, "The handbook is reviewed every six months."])
+    eng = SpeculativeRAG(s, retriever=retriever, draft=draft,
+                         heavy=FakeGenerator(replies=["Every 90 days [1]."]),
+                         verifier=Verifier(s, scorer=WordScorer()), reranker=ReverseReranker())
+    return eng, draft, retriever.queries
+
+
+def run(engine, question, **kw):
+    async def go():
+        return [ev async for ev in engine.astream(question, **kw)]
+    return asyncio.run(go())
+
+
+def test_a_follow_up_is_searched_verified_and_answered_as_its_rewrite(tmp_path):
+    eng, draft, searched = engine_with(tmp_path, [
+        "How often do passwords have to be changed?",
+        "Passwords are changed every 90 days [1]."])
+    events = run(eng, "And how often do they have to be changed?", history=HISTORY,
+                 policy="draft-only")
+    assert events[0].kind == "rewritten"
+    assert events[0].text == "How often do passwords have to be changed?"
+    assert searched == ["How often do passwords have to be changed?"]
+    answer = events[-1].answer
+    assert answer.question == "And how often do they have to be changed?"
+    assert answer.searched_for == "How often do passwords have to be changed?"
+    assert "Question: How often do passwords have to be changed?" in draft.calls[1][1]["content"]
+    assert "rewrite" in answer.timings_ms and len(answer.usage) == 2  # rewrite + draft
+    assert answer.to_dict()["searched_for"] == answer.searched_for
+
+
+def test_a_standalone_question_costs_no_rewrite(tmp_path):
+    eng, draft, searched = engine_with(tmp_path, ["Passwords are 14 characters long [1]."])
+    events = run(eng, "How long must passwords be?", history=HISTORY, policy="draft-only")
+    assert "rewritten" not in [e.kind for e in events] and len(draft.calls) == 1
+    assert searched == ["How long must passwords be?"] and events[-1].answer.searched_for == ""
+
+
+@pytest.mark.parametrize("reply", ["The documents do not say.", "",
+                                   "Tell me a story about dragons and castles in the sky?"])
+def test_an_implausible_rewrite_falls_back_to_the_previous_question(tmp_path, reply):
+    eng, _, searched = engine_with(tmp_path, [reply, "Every 90 days [1]."])
+    run(eng, "And how often do they have to be changed?", history=HISTORY, policy="draft-only")
+    assert searched == ["How long must passwords be? And how often do they have to be changed?"]
+
+
+def test_a_failing_rewriter_does_not_fail_the_question(tmp_path):
+    class Broken(FakeGenerator):
+        async def stream(self, messages, **kw):
+            if "Rewritten question:" in messages[-1]["content"]:
+                raise GenerationError("the draft model is down", retryable=False)
+                yield  # pragma: no cover - makes this an async generator
+            async for item in super().stream(messages, **kw):
+                yield item
+
+    s = make_settings(tmp_path)
+    eng = SpeculativeRAG(s, retriever=FakeRetriever([PASSWORDS]),
+                         draft=Broken(replies=["Every 90 days [1]."]),
+                         heavy=FakeGenerator(replies=["Every 90 days [1]."]),
+                         verifier=Verifier(s, scorer=WordScorer()), reranker=ReverseReranker())
+    answer = run(eng, "And how often do they change?", history=HISTORY,
+                 policy="draft-only")[-1].answer
+    assert answer.searched_for.startswith("How long must passwords be?")
+
+
+def test_rewriting_can_be_switched_off(tmp_path):
+    eng, draft, searched = engine_with(tmp_path, ["Every 90 days [1]."], **{"chat.rewrite": False})
+    run(eng, "And how often do they have to be changed?", history=HISTORY, policy="draft-only")
+    assert searched == ["And how often do they have to be changed?"] and len(draft.calls) == 1
