@@ -179,6 +179,29 @@ def test_chart_points_rates_and_figure(tmp_path):
     assert charts.stats_markdown([]) == "No answers yet in this session."
 
 
+def test_with_local_models_the_cost_panel_shows_heavy_tokens_and_time_saved(tmp_path):
+    def local(draft=GOOD, **kw):  # every tier local: nothing is priced
+        eng = make_engine(tmp_path, draft=draft)
+        eng.heavy.name = "llama-cpp"
+        return charts.point(asyncio.run(eng.aask("How much annual leave?", **kw)))
+
+    pts = [local(), local(BAD), local(policy="heavy-only")]
+    assert not charts.priced(pts) and all(p.cost_usd == 0 == p.heavy_only_usd for p in pts)
+    assert pts[0].heavy_tokens == 0 < pts[0].heavy_only_tokens  # the accepted draft saved it
+    assert pts[1].heavy_tokens > 0 and pts[2].heavy_tokens > 0
+    fig = charts.figure(pts)
+    assert fig.layout.annotations[2].text == "Cumulative heavy-model tokens (local models)"
+    lines = {t.name: t for t in fig.data if t.type == "scatter"}
+    assert lines["this session"].y[-1] == sum(p.heavy_tokens for p in pts)
+    assert lines["heavy-only"].y[-1] == sum(p.heavy_only_tokens for p in pts)
+    assert lines["heavy-only"].y[-1] > lines["this session"].y[-1]
+    text = charts.stats_markdown(pts)
+    assert "heavy tokens **" in text and "vs heavy-only **" in text and "$" not in text
+    heavy_mean = (pts[1].total_ms + pts[2].total_ms) / 2
+    assert charts.time_saved_ms(pts) == pytest.approx(heavy_mean - pts[0].total_ms)
+    assert "time saved **" in text
+
+
 def test_session_views_keep_settings_apart(tmp_path):
     base = make_engine(tmp_path)
     engines = Engines(base.settings, base)

@@ -5,7 +5,8 @@
 (faults and concurrent sessions), ``verifier`` and ``reranker`` (the cross-encoders),
 ``llm-speed`` (a GGUF's first token and decode speed), ``concurrency`` (what a second
 user waits), ``policy-timing`` (stage timings per policy) and ``ingest`` (parse and chunk
-seconds per MB by format and size).
+seconds per MB by format and size) and ``followups`` (second-turn recall with and
+without the follow-up rewrite).
 
 Deliberately not here: the benchmarks themselves (``specrag.bench.*``, plain functions
 with explicit arguments); this module parses arguments, calls them and prints.
@@ -28,12 +29,16 @@ def add_parsers(sub) -> None:
     bsub = bench.add_subparsers(dest="bench_command", required=True)
     from specrag.datasets import DATASETS
 
-    p = bsub.add_parser("retrieval", help="int8 vs fp32: throughput, recall@k, latency")
+    p = bsub.add_parser("retrieval", help="int8 vs fp32 and dense vs hybrid: throughput, "
+                                          "recall@k, latency")
     p.add_argument("--dataset", choices=DATASETS, default="halueval-qa")
     p.add_argument("--n", type=int, default=500, help="questions to score (default 500)")
     p.add_argument("--scale", type=int, default=0, help="also time queries after padding the "
                    "collection to N chunks with synthetic vectors (e.g. 100000)")
     p.add_argument("--max-passages", type=int, help="cap the corpus (gold passages stay)")
+    p.add_argument("--backends", default="onnx-int8,onnx-fp32",
+                   help="embedders to compare, comma-separated; dense vs hybrid is measured "
+                        "on the first (default onnx-int8,onnx-fp32)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="results folder (default DATA_DIR/bench/retrieval)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -73,6 +78,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--no-hostile", action="store_true", help="skip the hostile documents")
     p.add_argument("--out", default=None, help="results folder (ingest.json, ingest.md)")
     p.set_defaults(func=cmd_ingest)
+
+    p = bsub.add_parser("followups", help="second-turn retrieval recall with and without the "
+                                          "follow-up rewrite (handbook + HaluEval-QA split)")
+    p.add_argument("--n", type=int, default=40, help="HaluEval-QA questions split in two turns")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="results folder (followups.json, followups.md)")
+    p.set_defaults(func=cmd_followups)
 
     p = bsub.add_parser("report", help="re-render e2e.md and e2e.html from an e2e.json")
     p.add_argument("run_json")
@@ -132,7 +144,9 @@ def add_parsers(sub) -> None:
 def cmd_retrieval(args, settings) -> int:
     from specrag.bench import retrieval
 
-    result = retrieval.run(settings, args.dataset, args.n, args.scale, out_dir=args.out,
+    result = retrieval.run(settings, args.dataset, args.n, args.scale,
+                           backends=tuple(b for b in args.backends.split(",") if b),
+                           out_dir=args.out,
                            progress=sys.stderr.isatty() or "SPECRAG_PROGRESS" in os.environ,
                            max_passages=args.max_passages, seed=args.seed)
     print(json.dumps(result, indent=2) if args.json else retrieval.to_markdown(result))
@@ -147,6 +161,14 @@ def cmd_prompts(args, settings) -> int:
     (out / "prompts.json").write_text(json.dumps(result, indent=1))
     (out / "prompts.md").write_text(prompts.to_markdown(result))
     print(prompts.to_markdown(result))
+    return 0
+
+
+def cmd_followups(args, settings) -> int:
+    from specrag.bench import followups
+
+    result = followups.run(settings, n=args.n, seed=args.seed, out_dir=args.out)
+    print(followups.to_markdown(result))
     return 0
 
 

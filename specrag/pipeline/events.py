@@ -64,6 +64,7 @@ class Answer:
     usage: tuple[Usage, ...] = ()
     cost_usd: float = 0.0
     heavy_only_cost_usd: float = 0.0
+    heavy_only_tokens: int = 0  # heavy-model tokens heavy-only would have used (estimated)
     heavy_cancelled: bool = False
     draft_error: str = ""  # why the draft failed, when it did (the heavy tier answered)
     heavy_verdict: Verdict | None = None  # the heavy answer against the chunks it was given
@@ -121,6 +122,7 @@ class Answer:
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
             "usage": [usage(u) for u in self.usage], "cost_usd": self.cost_usd,
             "heavy_only_cost_usd": self.heavy_only_cost_usd,
+            "heavy_only_tokens": self.heavy_only_tokens,
             "heavy_cancelled": self.heavy_cancelled,
             "draft_error": self.draft_error or None,
             "route": self.route.to_dict() if self.route else None,

@@ -227,6 +227,7 @@ class QuestionRun:
                                    used[n - 1].id) for n in numbers)
         spent = sum(costs.cost(u, prices) for u in self.usage if u)
         text, warnings = self._checked(text, tier)
+        heavy_only_usd, heavy_only_tokens = self._heavy_only()
         answer = Answer(
             question=self.asked, text=text,
             searched_for=self.question if self.question != self.asked else "", tier=tier, policy=self.policy, draft=self.draft,
@@ -234,7 +235,8 @@ class QuestionRun:
             citations=citations, hits=self.hits,
             verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
             usage=tuple(u for u in self.usage if u), cost_usd=spent,
-            heavy_only_cost_usd=self._heavy_only_cost(), heavy_cancelled=self.heavy_cancelled,
+            heavy_only_cost_usd=heavy_only_usd, heavy_only_tokens=heavy_only_tokens,
+            heavy_cancelled=self.heavy_cancelled,
             draft_error=self.draft_error, route=self.route, early_rejected=self.early_rejected,
             warnings=warnings)
         return StageEvent("final", self.clock(), answer=answer)
@@ -254,16 +256,18 @@ class QuestionRun:
                             "not be supported by the documents.")
         return text, tuple(warnings)
 
-    def _heavy_only_cost(self) -> float:
-        """What answering with the heavy model alone costs (estimated when it did not run)."""
+    def _heavy_only(self) -> tuple[float, int]:
+        """What answering with the heavy model alone costs, in USD and heavy-model tokens
+        (estimated when it did not run)."""
         prices = self.s.generation.prices
         if self.heavy and self.heavy.usage:
-            return costs.cost(self.heavy.usage, prices)
+            u = self.heavy.usage
+            return costs.cost(u, prices), u.input_tokens + u.output_tokens
         messages, _ = self._heavy_messages(self.reranked or self.hits)
         tokens_in = costs.estimate_tokens(messages)
         tokens_out = self.draft.usage.output_tokens if self.draft and self.draft.usage else 0
         return costs.estimate(getattr(self.e.heavy, "name", ""), getattr(self.e.heavy, "model", ""),
-                              tokens_in, tokens_out, prices)
+                              tokens_in, tokens_out, prices), tokens_in + tokens_out
 
 
 def _share_cores(draft, heavy) -> bool:

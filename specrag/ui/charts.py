@@ -8,7 +8,10 @@ with plotly:
    eager policy rerank and heavy overlap the draft, so a bar can exceed the total);
 2. the running acceptance rate: accepted drafts / answers that had a verdict
    (heavy-only answers never draft, so they do not count either way);
-3. the session's cumulative cost against what heavy-only would have cost.
+3. the session's cumulative cost against what heavy-only would have cost; when every
+   price is zero (all models local) a flat $0 line says nothing, so this panel shows the
+   heavy-model tokens used against heavy-only's instead, and the line of text the time
+   saved: each accepted draft against the session's mean heavy answer time.
 
 ``stats_markdown(points)`` is the same in one line of text.
 
@@ -34,15 +37,36 @@ class Point:
     total_ms: float
     cost_usd: float
     heavy_only_usd: float
+    heavy_tokens: int = 0  # input + output of the heavy tier for this answer
+    heavy_only_tokens: int = 0
 
 
 def point(answer) -> Point:
     t = answer.timings_ms
+    u = answer.heavy.usage if answer.heavy is not None and answer.heavy.usage else None
     return Point(question=answer.question, tier=answer.tier,
                  accepted=None if answer.verdict is None else bool(answer.accepted),
                  stages_ms=tuple(float(t.get(s, 0.0)) for s in STAGES),
                  total_ms=float(t.get("total", 0.0)), cost_usd=float(answer.cost_usd),
-                 heavy_only_usd=float(answer.heavy_only_cost_usd))
+                 heavy_only_usd=float(answer.heavy_only_cost_usd),
+                 heavy_tokens=(u.input_tokens + u.output_tokens) if u else 0,
+                 heavy_only_tokens=int(answer.heavy_only_tokens))
+
+
+def priced(points: list[Point]) -> bool:
+    """Does anything in this session cost money? (No: every model is local.)"""
+    return any(p.cost_usd or p.heavy_only_usd for p in points)
+
+
+def time_saved_ms(points: list[Point]) -> float | None:
+    """Accepted drafts against the session's mean heavy-tier answer time (None before
+    there is both an accepted draft and a heavy answer to compare with)."""
+    heavy = [p.total_ms for p in points if p.tier == "heavy"]
+    drafts = [p.total_ms for p in points if p.tier == "draft" and p.accepted]
+    if not heavy or not drafts:
+        return None
+    mean = sum(heavy) / len(heavy)
+    return sum(mean - d for d in drafts)
 
 
 def acceptance(points: list[Point]) -> list[float | None]:
@@ -73,10 +97,12 @@ def figure(points: list[Point]):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    money = priced(points)
     fig = make_subplots(rows=3, cols=1, vertical_spacing=0.13,
                         subplot_titles=("Stage latency per question (ms)",
                                         "Running draft acceptance rate",
-                                        "Cumulative cost (USD)"))
+                                        "Cumulative cost (USD)" if money else
+                                        "Cumulative heavy-model tokens (local models)"))
     xs = [f"Q{i}" for i in range(1, len(points) + 1)]
     hover = [_label(i, p) for i, p in enumerate(points, 1)]
     for j, stage in enumerate(STAGES):
@@ -89,20 +115,29 @@ def figure(points: list[Point]):
                              line=dict(color="#16a34a", width=2), customdata=hover,
                              hovertemplate="%{customdata}<br>accepted so far: %{y:.0%}"
                                            "<extra></extra>", showlegend=False), row=2, col=1)
-    fig.add_trace(go.Scatter(x=xs, y=cumulative(p.cost_usd for p in points), name="this session",
+    if money:
+        mine, theirs = [p.cost_usd for p in points], [p.heavy_only_usd for p in points]
+        spent, would = "spent: $%{y:.4f}", "heavy-only: $%{y:.4f}"
+    else:
+        mine, theirs = [p.heavy_tokens for p in points], [p.heavy_only_tokens for p in points]
+        spent, would = "heavy tokens: %{y:,.0f}", "heavy-only: %{y:,.0f} tokens"
+    fig.add_trace(go.Scatter(x=xs, y=cumulative(mine), name="this session",
                              mode="lines+markers", line=dict(color="#2f6fde", width=2),
-                             hovertemplate="spent: $%{y:.4f}<extra></extra>"), row=3, col=1)
-    fig.add_trace(go.Scatter(x=xs, y=cumulative(p.heavy_only_usd for p in points),
+                             hovertemplate=spent + "<extra></extra>"), row=3, col=1)
+    fig.add_trace(go.Scatter(x=xs, y=cumulative(theirs),
                              name="heavy-only", mode="lines+markers",
                              line=dict(color="#e11d48", width=2, dash="dot"),
-                             hovertemplate="heavy-only: $%{y:.4f}<extra></extra>"), row=3, col=1)
+                             hovertemplate=would + "<extra></extra>"), row=3, col=1)
     fig.update_layout(barmode="stack", height=640, margin=dict(l=48, r=12, t=36, b=24),
                       paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
                       font=dict(size=11), legend=dict(orientation="h", y=-0.06, x=0),
                       hovermode="closest")
     fig.update_yaxes(gridcolor="#e5e7eb", zeroline=False)
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%", row=2, col=1)
-    fig.update_yaxes(tickprefix="$", row=3, col=1)
+    if money:
+        fig.update_yaxes(tickprefix="$", row=3, col=1)
+    else:
+        fig.update_yaxes(rangemode="tozero", row=3, col=1)  # not plotly's -1..1 for zeros
     if not points:
         fig.update_xaxes(visible=False)
         fig.update_yaxes(visible=False)
@@ -122,5 +157,11 @@ def stats_markdown(points: list[Point]) -> str:
     accepted = sum(bool(p.accepted) for p in points)
     rate_txt = f"{rate:.0%} ({accepted}/{verdicts})" if rate is not None else "n/a"
     n = len(points)
-    return (f"**{n}** answer{'s' * (n != 1)} · drafts accepted **{rate_txt}** · "
-            f"spent **${spent:.4f}** vs heavy-only **${heavy:.4f}**")
+    head = f"**{n}** answer{'s' * (n != 1)} · drafts accepted **{rate_txt}** · "
+    if priced(points):
+        return head + f"spent **${spent:.4f}** vs heavy-only **${heavy:.4f}**"
+    used = sum(p.heavy_tokens for p in points)
+    would = sum(p.heavy_only_tokens for p in points)
+    saved = time_saved_ms(points)
+    saved_txt = f" · time saved **{saved / 1000:.1f} s**" if saved is not None else ""
+    return head + f"heavy tokens **{used:,}** vs heavy-only **{would:,}**{saved_txt}"
