@@ -13,6 +13,7 @@ from specrag.ui.app import build, launch_options
 
 if __name__ == "__main__":
     settings = Settings.load()[0]
-    build(settings).launch(share=False,
-                           server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                           **launch_options(settings))
+    demo = build(settings)
+    # the chat and, under /v1, the OpenAI-compatible endpoint (``specrag.api``)
+    demo.launch(share=False, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                **launch_options(settings, demo))

@@ -58,7 +58,8 @@ def main() -> int:
             return fail("the app died while answering", log_path)
         t = answer.get("timings_ms", {})
         print(f"front door: serving after {served:.1f} s; first answer {asked:.1f} s later "
-              f"(tier {answer['tier']}, engine total {t.get('total', 0) / 1000:.2f} s): "
+              f"(tier {answer['tier']}, engine total {t.get('total', 0) / 1000:.2f} s), "
+              f"{tree_rss_mb(app.pid):.0f} MB resident (app + model and parser workers): "
               f"{answer['answer'][:120]!r}")
         return 0
     except Exception as err:  # noqa: BLE001 - any failure fails the check, with the log
@@ -70,6 +71,29 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             app.kill()
         log.close()
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants (Linux /proc), in MB: what a
+    Space's memory limit counts."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
 
 
 def fail(message: str, log_path: Path) -> int:

@@ -23,6 +23,11 @@ login, and every handler passes the request's user (``principal_from_request``) 
 library, which checks the collection ACLs itself; the Metrics tab is for admins. With no
 users file everyone is the local admin and there is no login, as before.
 
+Sources: a citation's or a verified sentence's "view source" opens the viewer drawer
+(``viewer``): a PDF's page rendered with the passage highlighted (the app's ingestor
+keeps each PDF's original for it, ``ingest.originals``), other formats the passage in
+its surrounding text; only for users who may read the collection.
+
 Errors: an API call that cannot be answered (a question that is not text or is longer
 than ``security.max_question_chars``, a collection the user may not read, a busy
 engine) raises ``gr.Error`` with one plain line (``AppError`` in ``gradio_client``);
@@ -43,14 +48,14 @@ import asyncio
 import logging
 from pathlib import Path
 
-from specrag.ingest.ingestor import Ingestor
+from specrag.ingest.originals import KeepingIngestor
 from specrag.retrieval.retriever import Retriever
 from specrag.retrieval.store import Store
 from specrag.security.access import PermissionDenied
 from specrag.security.sanitize import check_question
 from specrag.settings import Settings
 from specrag.types import SpecragError, one_line
-from specrag.ui import charts, documents, metrics, panel, search
+from specrag.ui import charts, documents, metrics, panel, search, viewer
 from specrag.ui.auth import gradio_auth, principal_from_request
 from specrag.ui.chat import Turn
 from specrag.ui.sample import COLLECTION, EASY, HARD, SampleKB, operator
@@ -70,9 +75,11 @@ def css() -> str:
     return path.read_text() if path.exists() else ""
 
 
-def launch_options(settings: Settings | None = None) -> dict:
+def launch_options(settings: Settings | None = None, demo=None) -> dict:
     """Keyword arguments for ``launch()``: Gradio 6 takes css and theme there, the upload
-    limit, the gate, and the login (``auth``) when ``settings`` name a users file."""
+    limit, the gate, the login (``auth``) when ``settings`` name a users file, and, given
+    the ``demo`` from ``build``, the OpenAI-compatible routes over its own engine
+    (``specrag.api``: same models, ledger and admission gate as the chat)."""
     import gradio as gr
     from starlette.middleware import Middleware
 
@@ -98,6 +105,11 @@ def launch_options(settings: Settings | None = None) -> dict:
     auth = gradio_auth(settings)
     if auth is not None:
         options.update(auth=auth, auth_message="Sign in with your specrag user.")
+    if demo is not None:
+        from specrag.api import openai_routes
+
+        # the engine is built on the first call, its models on the first question
+        options["app_kwargs"]["routes"] = openai_routes(settings, demo.specrag_engines.base)
     return options
 
 
@@ -121,7 +133,9 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
     settings = settings or (engine.settings if engine is not None else Settings.load()[0])
     retriever = _retriever_of(engine)  # share one embedder and store with ingestion
     store = retriever.store if retriever else Store(settings)
-    ingestor = Ingestor(settings, embedder=retriever.embedder if retriever else None, store=store)
+    # keeps each PDF's original (encrypted with security.encrypt) for the source viewer
+    ingestor = KeepingIngestor(settings, embedder=retriever.embedder if retriever else None,
+                               store=store)
     retriever = retriever or Retriever(settings, embedder=ingestor.embedder, store=store)
     engines = Engines(settings, engine, retriever)
     kb = SampleKB(ingestor, principal=operator(settings))
@@ -222,7 +236,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=7, elem_id="sr-main"):
                         conversation = gr.HTML(ChatSession().html(), elem_id="sr-conversation",
-                                               js_on_load=None, autoscroll=True,
+                                               js_on_load=viewer.JS_ON_LOAD, autoscroll=True,
                                                min_height=420, max_height="66vh")
                         with gr.Row(equal_height=True, elem_id="sr-ask-row"):
                             question = gr.Textbox(show_label=False, scale=8, max_lines=4,
@@ -248,6 +262,8 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
                         elem_id="sr-metrics") as metrics_tab:
                 show_metrics, metrics_outputs = metrics.build_tab(engines, settings, gr, who)
 
+        viewer.build_panel(viewer.SourceViewer(settings, store, ingestor.originals),
+                           conversation, gr, who)
         inputs = [question, collection, session, *options]
         outputs = [conversation, question, session, plot, stats]
         # one event for both triggers: a second Enter while an answer streams is ignored
