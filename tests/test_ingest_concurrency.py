@@ -87,8 +87,8 @@ def test_a_file_chosen_twice_is_stored_once_and_reported(tmp_path, settings, emb
 
 @pytest.mark.parametrize("isolation", ["process", "inline"])
 def test_a_hostile_file_fails_alone_in_a_batch(tmp_path, embedder, isolation):
-    from tests.support.env import make_settings
     from specrag.bench.hostile_docs import nested_html
+    from tests.support.env import make_settings
 
     settings = make_settings(tmp_path / "data", **{"chunking.parse_isolation": isolation,
                                                    "chunking.max_chars": 50_000})
@@ -103,3 +103,13 @@ def test_a_hostile_file_fails_alone_in_a_batch(tmp_path, embedder, isolation):
                                           "levels)")
     assert got["long.txt"][0] == "failed" and "too much text" in got["long.txt"][1]
     assert sorted(d.source for d in ing.store.documents("mixed")) == ["fine.md", "ok.txt"]
+
+
+def test_a_missing_upload_fails_alone_and_the_others_are_taken(tmp_path):
+    from specrag.security.uploads import take_uploads
+
+    a, b = upload_files(tmp_path, ("a.txt", "one"), ("b.txt", "two"))
+    items, refused = take_uploads([a, str(tmp_path / "upload" / "gone.txt"), b])
+    assert [n for n, _ in items] == ["a.txt", "b.txt"]
+    assert refused == ["gone.txt: the upload could not be read (No such file or directory)"]
+    assert not list((tmp_path / "upload").iterdir())

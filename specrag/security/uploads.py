@@ -42,6 +42,9 @@ def take_upload(path: str | os.PathLike, max_bytes: int | None = None) -> tuple[
     try:
         size = p.stat().st_size
         data = b"" if max_bytes is not None and size > max_bytes else p.read_bytes()
+    except OSError as err:  # gone or unreadable: this file fails, the batch goes on
+        raise IngestError(f"{p.name}: the upload could not be read "
+                          f"({err.strerror or type(err).__name__})") from None
     finally:
         shred(p)
     if max_bytes is not None and size > max_bytes:
@@ -51,7 +54,8 @@ def take_upload(path: str | os.PathLike, max_bytes: int | None = None) -> tuple[
 
 
 def take_uploads(paths, max_bytes: int | None = None) -> tuple[list[tuple[str, bytes]], list[str]]:
-    """Read every upload into memory: ``(items, reasons)`` for the ones refused on size."""
+    """Read every upload into memory: ``(items, reasons)`` for the ones refused (too
+    large, or unreadable); every path is shredded either way."""
     items, refused = [], []
     for path in paths or []:
         try:
