@@ -10,13 +10,6 @@ import threading
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from specrag.ingest import limits, wordfile
-from specrag.ingest.chunker import Chunker
-from specrag.ingest.isolation import ParserPool, ParserProcess
-from specrag.ingest.markup import html_depth, html_parts
-from specrag.ingest.parsers import parse_bytes
-from specrag.types import IngestError
-from tests.support.docs import make_docx, rezip
 from specrag.bench.hostile_docs import (
     chinese_text,
     many_paragraph_docx,
@@ -24,6 +17,13 @@ from specrag.bench.hostile_docs import (
     recursive_form_pdf,
     server_log,
 )
+from specrag.ingest import limits, wordfile
+from specrag.ingest.chunker import Chunker
+from specrag.ingest.isolation import ParserPool, ParserProcess
+from specrag.ingest.markup import html_depth, html_parts
+from specrag.ingest.parsers import parse_bytes
+from specrag.types import IngestError
+from tests.support.docs import make_docx, rezip
 
 
 def reason(data: bytes, name: str, **kw) -> str:

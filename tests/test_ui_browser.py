@@ -237,3 +237,94 @@ def test_settings_panel_changes_only_its_own_session(browser, app_url):
     finally:
         a_ctx.close()
         b_ctx.close()
+
+
+# -- the source viewer ----------------------------------------------------------------------
+LEAVE_LINE = "Every employee receives 25 days of paid annual leave per calendar year."
+ON_CALL = ("# On call\n\nThe rota changes every Monday at 10:00, when the outgoing engineer "
+           "hands over every open incident.\n\n"
+           "The on-call engineer acknowledges every page within 15 minutes, day or night, "
+           "weekends included.\n\n"
+           "Missed pages go to the team lead after 30 minutes, and to the head of engineering "
+           "after an hour.\n")
+
+
+def _guide_pdf() -> bytes:
+    """Three pages of several lines each; page 2 holds the leave rule."""
+    import io
+
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf)
+    pages = [["Facilities guide", "Welcome to the office. This guide covers the building."],
+             ["Time off", LEAVE_LINE, "Leave is booked in the HR portal two weeks ahead.",
+              "Unused days carry over until the end of March."],
+             ["Bicycles", "Bicycles go in the courtyard racks, never in the hallways."]]
+    for lines in pages:
+        c.setFont("Helvetica-Bold", 18)
+        c.drawString(72, 740, lines[0])
+        c.setFont("Helvetica", 12)
+        for n, line in enumerate(lines[1:]):
+            c.drawString(72, 700 - 20 * n, line)
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def viewer_url(tmp_path_factory, embedder):
+    """An app whose default collection holds a PDF and a Markdown file, nothing else, cut
+    into small chunks (about a line each) so a passage has neighbours to show."""
+    settings = make_settings(tmp_path_factory.mktemp("ui-viewer") / "data",
+                             **{"store.collection": "facilities", "chunking.chunk_size": 24,
+                                "chunking.chunk_overlap": 0})
+    demo = build(settings, engine=handbook_engine(settings, embedder, 0.02, 0.02), sample=False)
+    report = demo.specrag_sample.ingestor.ingest_bytes(
+        [("guide.pdf", _guide_pdf()), ("oncall.md", ON_CALL.encode())], "facilities")
+    assert [r.status for r in report.results] == ["added", "added"]
+    yield launch(demo)
+    demo.close()
+
+
+def test_view_source_shows_the_pdf_page_and_the_marked_passage(browser, viewer_url):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1366, "height": 850})
+    try:
+        pg = context.new_page()
+        open_app(pg, viewer_url)
+        ask(pg, EASY)
+        pg.locator('.sr-turn[data-state="accepted"] .sr-citations').wait_for(timeout=T)
+        cite = last_turn(pg).locator(".sr-citations li").first
+        assert "guide.pdf · p.2" in cite.inner_text()
+        cite.locator(".sr-open").click()  # opens the viewer, does not fold the details
+        box = pg.locator("#sr-viewer-box")
+        img = box.locator("figure.sr-vpage img")
+        img.wait_for(timeout=T)
+        assert "guide.pdf" in box.locator(".sr-vhead").inner_text()
+        assert "p.2" in box.locator(".sr-vhead").inner_text()
+        assert "highlighted" in img.get_attribute("alt")
+        pg.wait_for_function("() => document.querySelector('#sr-viewer-box img').naturalWidth"
+                             " === 827", timeout=T)  # A4 at 100 dpi
+        assert cite.locator("details").get_attribute("open") is None
+        shot(pg, "viewer-pdf")
+        pg.locator("#sr-viewer-close").click()
+        expect(box).to_be_hidden(timeout=T)
+
+        ask(pg, "Within how many minutes does the on-call engineer acknowledge a page?")
+        pg.locator('.sr-turn[data-state="accepted"]').nth(1).wait_for(timeout=T)
+        sentence = last_turn(pg).locator(".sr-sent.sr-supported summary")
+        sentence.click()  # the verified sentence's support, then its source
+        last_turn(pg).locator(".sr-support .sr-open").click()
+        mark = box.locator(".sr-vpassage mark")
+        mark.wait_for(timeout=T)
+        assert "acknowledges every page within 15 minutes" in mark.inner_text()
+        assert "rota" not in mark.inner_text() and "Missed" not in mark.inner_text()
+        passage = box.locator(".sr-vpassage").inner_text()
+        assert "The rota changes every Monday" in passage  # the neighbours around it
+        assert "Missed pages go to the team lead" in passage
+        assert box.locator("img").count() == 0
+        shot(pg, "viewer-text")
+    finally:
+        context.close()

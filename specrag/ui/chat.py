@@ -7,7 +7,8 @@ draft answers the question (when the acceptance model is on) and one row per dra
 (``title``) and on expand (``<details>``); an accepted draft is marked accepted; on
 rejection the heavy answer streams in a second column beside the draft and is marked as
 the answer, with its own verdict (supported by the documents, or not). Citations (source, page, chunk text) and a timing/cost line come with the
-``final`` event. Every document or answer text goes through ``html.escape``: documents
+``final`` event. Each citation and each sentence's supporting chunk carries a "view
+source" button (``data-chunk``, ``data-collection``) that ``ui.viewer`` opens. Every document or answer text goes through ``html.escape``: documents
 may contain markup, and none of it may reach the page as markup.
 
 Pure functions and a small record: no Gradio, no engine calls, no decisions the engine
@@ -153,7 +154,8 @@ def verdict_html(turn: Turn) -> str:
             hover = "no supporting passage"
         else:
             support = (f'<cite>{_where(chunk.source, chunk.page)}</cite>'
-                       f'<blockquote>{_text(chunk.text)}</blockquote>')
+                       f'<blockquote>{_text(chunk.text)}</blockquote>'
+                       f"{_open_source(chunk.id, chunk.collection)}")
             hover = f"{chunk.source}: {' '.join(chunk.text.split())[:400]}"
         rows.append(f'<li class="sr-sent sr-{cls}"><details><summary title="{escape(hover)}">'
                     f'<span class="sr-icon">{icon}</span><span class="sr-sscore">{label}</span> '
@@ -205,12 +207,23 @@ def _card(kind: str, badge: str, badge_cls: str, model: str, body: str, streamin
             f'<div class="sr-text">{body}{caret}</div>{extra}</section>')
 
 
+def _open_source(chunk_id: str, collection: str | None) -> str:
+    """The button that opens a chunk in the source viewer (``ui.viewer`` handles the click)."""
+    if not chunk_id or not collection:
+        return ""
+    return (f'<button type="button" class="sr-open" data-chunk="{escape(chunk_id)}" '
+            f'data-collection="{escape(collection)}">view source</button>')
+
+
 def citations_html(answer) -> str:
     if answer is None or not answer.citations:
         return ""
+    # a Citation names its chunk, not the chunk's collection: the answer's chunks do
+    where = {c.id: c.collection for c in (*(h.chunk for h in answer.hits), *answer.verify_chunks)}
     items = "".join(
         f'<li><details><summary><span class="sr-cnum">[{c.number}]</span> '
-        f'{_where(c.source, c.page)}</summary><blockquote>{_text(c.text)}</blockquote>'
+        f'{_where(c.source, c.page)}{_open_source(c.chunk_id, where.get(c.chunk_id))}'
+        f'</summary><blockquote>{_text(c.text)}</blockquote>'
         f"</details></li>" for c in answer.citations)
     return f'<div class="sr-citations"><h4>Sources</h4><ol>{items}</ol></div>'
 
