@@ -74,9 +74,10 @@ class RetrievalSettings:
     # reciprocal rank fusion of the reranker's order with the bi-encoder's (``fusion``):
     # for a weak reranker; the shipped one does better alone (recall@3 0.937 vs 0.929 fused)
     rerank_fusion: bool = False
-    # hybrid: also rank by BM25 (SQLite FTS5, ``retrieval.keyword``) and fuse the two top_k
-    # lists by reciprocal rank; hits keep their cosine scores (specrag bench retrieval)
-    hybrid: bool = False
+    # also rank by BM25 (SQLite FTS5, ``retrieval.keyword``) and fuse the two top_k lists by
+    # reciprocal rank; hits keep their cosine scores. recall@3 +5.6 points on HaluEval-QA,
+    # +7.0 on SQuAD for about 15 ms more per query at 10k chunks (bench retrieval)
+    hybrid: bool = True
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,10 @@ class RoutingSettings:
 class ChatSettings:
     """Follow-up questions (``pipeline.followup``): the conversation so far rewrites them."""
 
-    rewrite: bool = True  # a follow-up is rewritten into a standalone question first
+    # how a follow-up becomes a standalone question: "previous" (the previous question,
+    # then this one: no model call, and the best second-turn recall we measured), "model"
+    # (the draft model rewrites it: reads better, costs a generation), "off"
+    rewrite: str = "previous"
     history_turns: int = 3  # earlier question/answer pairs the rewrite sees
     rewrite_max_tokens: int = 48
 

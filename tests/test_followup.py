@@ -25,6 +25,8 @@ PASSWORDS = "Passwords must be at least 14 characters and are changed every 90 d
     ("And how often do they have to be changed?", False),
     ("What about contractors?", False),
     ("Is that one allowed?", False),
+    ("For how long?", False),
+    ("How quickly must I do that?", False),
     ("Does it apply to interns too?", False),
     ("What is the hotel limit per night in Lisbon?", True),
     ("How many days of annual leave do employees get per year?", True),
@@ -79,10 +81,28 @@ def run(engine, question, **kw):
     return asyncio.run(go())
 
 
+def test_by_default_the_previous_question_carries_the_follow_up_without_a_model(tmp_path):
+    eng, draft, searched = engine_with(tmp_path, ["Passwords are changed every 90 days [1]."])
+    events = run(eng, "And how often do they have to be changed?", history=HISTORY,
+                 policy="draft-only")
+    standalone = "How long must passwords be? And how often do they have to be changed?"
+    assert events[0].kind == "rewritten" and events[0].text == standalone
+    assert searched == [standalone] and len(draft.calls) == 1  # the draft only, no rewrite
+    answer = events[-1].answer
+    assert answer.searched_for == standalone and len(answer.usage) == 1
+    assert f"Question: {standalone}" in draft.calls[0][1]["content"]
+
+
+def test_an_unknown_rewrite_method_is_a_clear_error(tmp_path):
+    eng, _, _ = engine_with(tmp_path, ["x"], **{"chat.rewrite": "guess"})
+    with pytest.raises(SpecragError, match="chat.rewrite must be one of previous, model, off"):
+        run(eng, "And what about them?", history=HISTORY)
+
+
 def test_a_follow_up_is_searched_verified_and_answered_as_its_rewrite(tmp_path):
     eng, draft, searched = engine_with(tmp_path, [
         "How often do passwords have to be changed?",
-        "Passwords are changed every 90 days [1]."])
+        "Passwords are changed every 90 days [1]."], **{"chat.rewrite": "model"})
     events = run(eng, "And how often do they have to be changed?", history=HISTORY,
                  policy="draft-only")
     assert events[0].kind == "rewritten"
@@ -97,7 +117,8 @@ def test_a_follow_up_is_searched_verified_and_answered_as_its_rewrite(tmp_path):
 
 
 def test_a_standalone_question_costs_no_rewrite(tmp_path):
-    eng, draft, searched = engine_with(tmp_path, ["Passwords are 14 characters long [1]."])
+    eng, draft, searched = engine_with(tmp_path, ["Passwords are 14 characters long [1]."],
+                                       **{"chat.rewrite": "model"})
     events = run(eng, "How long must passwords be?", history=HISTORY, policy="draft-only")
     assert "rewritten" not in [e.kind for e in events] and len(draft.calls) == 1
     assert searched == ["How long must passwords be?"] and events[-1].answer.searched_for == ""
@@ -106,7 +127,8 @@ def test_a_standalone_question_costs_no_rewrite(tmp_path):
 @pytest.mark.parametrize("reply", ["The documents do not say.", "",
                                    "Tell me a story about dragons and castles in the sky?"])
 def test_an_implausible_rewrite_falls_back_to_the_previous_question(tmp_path, reply):
-    eng, _, searched = engine_with(tmp_path, [reply, "Every 90 days [1]."])
+    eng, _, searched = engine_with(tmp_path, [reply, "Every 90 days [1]."],
+                                   **{"chat.rewrite": "model"})
     run(eng, "And how often do they have to be changed?", history=HISTORY, policy="draft-only")
     assert searched == ["How long must passwords be? And how often do they have to be changed?"]
 
@@ -120,7 +142,7 @@ def test_a_failing_rewriter_does_not_fail_the_question(tmp_path):
             async for item in super().stream(messages, **kw):
                 yield item
 
-    s = make_settings(tmp_path)
+    s = make_settings(tmp_path, **{"chat.rewrite": "model"})
     eng = SpeculativeRAG(s, retriever=FakeRetriever([PASSWORDS]),
                          draft=Broken(replies=["Every 90 days [1]."]),
                          heavy=FakeGenerator(replies=["Every 90 days [1]."]),
@@ -131,6 +153,6 @@ def test_a_failing_rewriter_does_not_fail_the_question(tmp_path):
 
 
 def test_rewriting_can_be_switched_off(tmp_path):
-    eng, draft, searched = engine_with(tmp_path, ["Every 90 days [1]."], **{"chat.rewrite": False})
+    eng, draft, searched = engine_with(tmp_path, ["Every 90 days [1]."], **{"chat.rewrite": "off"})
     run(eng, "And how often do they have to be changed?", history=HISTORY, policy="draft-only")
     assert searched == ["And how often do they have to be changed?"] and len(draft.calls) == 1

@@ -207,9 +207,9 @@ class SpeculativeRAG:
         clock = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
         timings: dict[str, float] = {}
         asked, rewrite = question, None
-        if history and s.chat.rewrite:
+        if history:
             rewrite = await followup.rewrite(self.tier("draft"), question, history,
-                                             turns=s.chat.history_turns,
+                                             method=s.chat.rewrite, turns=s.chat.history_turns,
                                              max_tokens=s.chat.rewrite_max_tokens)
             if rewrite.rewritten:  # from here on everything works on the standalone question
                 question = rewrite.standalone

@@ -1,14 +1,21 @@
 """Follow-up questions: the conversation so far turns one into a standalone question.
 
-``await rewrite(tier, question, history, max_tokens)`` returns a ``Rewrite``. A question
+``await rewrite(tier, question, history, method=...)`` returns a ``Rewrite``. A question
 that already stands alone (no conversation, or no word that points back into it, such as
 "they", "that one", "what about", "and ...?") costs nothing: it is searched as asked.
-Otherwise the draft tier is asked to rewrite it with the last turns in view, one short
-generation. A reply that does not look like a question about the same thing (empty,
-several lines, far longer than the question and its context, "The documents do not
-say") falls back to the previous question followed by this one, which still finds the
-passages the conversation is about. Retrieval, verification and both prompts then use
-the rewrite; the UI shows it as "searched for: ...".
+Otherwise, by ``method`` (``chat.rewrite``):
+
+- ``"previous"`` (the default): the previous question followed by this one. No model
+  call, and on our two-turn sets it found the passage more often than the model's
+  rewrite did (``bench followups``: HaluEval-QA recall@1 0.88 vs 0.78, handbook 1.00 vs
+  0.83), while the rewrite cost seconds of the 0.5B model on 2 cores.
+- ``"model"``: the draft tier rewrites it with the last turns in view (one short
+  generation). A reply that does not look like a question about the same thing (empty,
+  several lines, far longer than the question and its context, "The documents do not
+  say") falls back to ``"previous"``.
+
+Retrieval, verification and both prompts then use the standalone question; the UI
+shows it as "searched for: ...".
 
 ``history`` is a list of ``{"role": "user" | "assistant", "content": str}`` messages,
 oldest first, as the OpenAI chat format has it.
@@ -30,10 +37,11 @@ _REFERS_BACK = re.compile(
     r"\b(?:it|its|they|them|their|theirs|these|those|he|him|his|she|her|hers|the same|"
     r"the other|the former|the latter|else|instead|another|again)\b|^\W*(?:and|but|or|so|"
     r"what about|how about|what if)\b", re.IGNORECASE)
-# words that point back only in a short question ("and that one?", "what about there?")
+# words that point back only in a short question ("and that one?", "how quickly must I
+# do that?"); a very short question is a follow-up whatever its words ("For how long?")
 _WEAK = re.compile(r"\b(?:this|that|there|then|one|ones|also|too|more|either|neither)\b",
                    re.IGNORECASE)
-_SHORT = 6  # words
+_SHORT, _VERY_SHORT = 9, 5  # words
 _CONTENT = re.compile(r"[^\W\d_][\w'-]{3,}")
 _ANSWER_WORDS = 60  # of each earlier answer shown to the rewriter: prefill is its cost
 
@@ -46,7 +54,7 @@ SYSTEM = ("Rewrite the user's last question so that it can be understood without
 class Rewrite:
     question: str  # as asked
     standalone: str  # what is searched, verified and answered
-    method: str  # "alone" (no rewrite needed), "model", or "fallback"
+    method: str  # "alone" (none needed), "previous", "model", or "fallback" (from "model")
     ms: float = 0.0
     usage: Usage | None = None
 
@@ -71,8 +79,8 @@ def stands_alone(question: str, history: list[dict] | None) -> bool:
     """No conversation, or nothing in the question that points back into it."""
     if not any(m.get("role") == "user" and m.get("content") for m in history or ()):
         return True
-    q = question.strip()
-    return not (_REFERS_BACK.search(q) or (len(q.split()) < _SHORT and _WEAK.search(q)))
+    q, n = question.strip(), len(question.split())
+    return not (_REFERS_BACK.search(q) or n < _VERY_SHORT or (n < _SHORT and _WEAK.search(q)))
 
 
 def messages_for(question: str, history: list[dict], turns: int) -> list[dict]:
@@ -86,10 +94,18 @@ def messages_for(question: str, history: list[dict], turns: int) -> list[dict]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-async def rewrite(tier, question: str, history: list[dict] | None, *, turns: int = 3,
-                  max_tokens: int = 48) -> Rewrite:
-    if stands_alone(question, history):
+METHODS = ("previous", "model", "off")
+
+
+async def rewrite(tier, question: str, history: list[dict] | None, *, method: str = "previous",
+                  turns: int = 3, max_tokens: int = 48) -> Rewrite:
+    if method not in METHODS:
+        raise SpecragError(f"chat.rewrite must be one of {', '.join(METHODS)}, got '{method}'")
+    if method == "off" or stands_alone(question, history):
         return Rewrite(question, question, "alone")
+    previous = _previous_question(history)
+    if method == "previous":
+        return Rewrite(question, f"{previous} {question}".strip(), "previous")
     t0 = time.perf_counter()
     pieces, usage = [], None
     try:
@@ -102,7 +118,6 @@ async def rewrite(tier, question: str, history: list[dict] | None, *, turns: int
     except GenerationError:  # no rewrite is no reason to fail the question
         pieces = []
     reply = _clean("".join(pieces))
-    previous = _previous_question(history)
     if not _plausible(reply, question, history):
         return Rewrite(question, f"{previous} {question}".strip(), "fallback",
                        (time.perf_counter() - t0) * 1000, usage)
