@@ -76,7 +76,7 @@ class RetrievalSettings:
     rerank_fusion: bool = False
     # also rank by BM25 (SQLite FTS5, ``retrieval.keyword``) and fuse the two top_k lists by
     # reciprocal rank; hits keep their cosine scores. recall@3 +5.6 points on HaluEval-QA,
-    # +7.0 on SQuAD for about 15 ms more per query at 10k chunks (bench retrieval)
+    # +7.0 on SQuAD, for 15-30 ms more per query at 10k chunks (bench retrieval)
     hybrid: bool = True
 
 

@@ -1,6 +1,7 @@
-"""Reciprocal rank fusion of the bi-encoder order and the reranker order."""
+"""Reciprocal rank fusion: bi-encoder with reranker orders, dense with BM25 hits."""
 
-from specrag.retrieval.fusion import fuse_orders, rrf
+from specrag.retrieval.fusion import fuse_hits, fuse_orders, rrf
+from specrag.types import Chunk, Hit
 
 
 def test_an_item_both_orders_like_wins_and_ties_keep_the_first_order():
@@ -15,3 +16,22 @@ def test_fuse_orders_uses_the_input_position_as_the_bi_encoder_rank():
     assert sorted(fused) == [0, 1, 2, 3, 4]
     assert fused.index(4) < 4 and fused[0] == 0
     assert fuse_orders([0, 1, 2], n=3) == [0, 1, 2]
+
+
+def _hit(cid: str, score: float, rank: int) -> Hit:
+    chunk = Chunk(id=cid, doc_id=cid, source=f"{cid}.txt", text=cid, index=0, start=0, end=1,
+                  content_hash="", version="v")
+    return Hit(chunk=chunk, score=score, rank=rank)
+
+
+def test_fuse_hits_renumbers_and_keeps_the_cosine_scores():
+    dense = [_hit("a", 0.9, 1), _hit("b", 0.8, 2), _hit("c", 0.7, 3)]
+    keyword = [_hit("c", 0.7, 1), _hit("x", 0.2, 2)]  # x: only BM25 found it
+    fused = fuse_hits(dense, keyword, top_k=4)
+    # 3rd + 1st beats 1st alone; b and x are both 2nd once: the dense order breaks the tie
+    assert [h.chunk.id for h in fused] == ["c", "a", "b", "x"]
+    assert [h.rank for h in fused] == [1, 2, 3, 4]
+    assert [h.score for h in fused] == [0.7, 0.9, 0.8, 0.2]
+    assert len(fuse_hits(dense, keyword, top_k=2)) == 2
+    assert [h.chunk.id for h in fuse_hits(dense, [], top_k=5)] == ["a", "b", "c"]
+    assert [h.chunk.id for h in fuse_hits([], keyword, top_k=5)] == ["c", "x"]

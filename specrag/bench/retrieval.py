@@ -1,4 +1,4 @@
-"""Retrieval benchmark: ingest a public QA corpus, then measure the int8 and fp32 embedders.
+"""Retrieval benchmark: ingest a public QA corpus, then measure the embedders, dense vs hybrid.
 
 ``run(settings, "halueval-qa", n=500, scale=100_000)`` does it all in one go and writes
 ``retrieval.json`` and ``retrieval.md`` to ``out_dir``:
@@ -9,13 +9,17 @@
 2. Encode throughput: one fixed passage sample for all backends, warm-up excluded,
    best of three interleaved rounds (the machine may be shared).
 3. Quality on ``n`` questions: recall@1/3/10/50 (gold passage in the top k), MRR@50.
-4. Latency of single top-50 queries (encode + search, and search alone) at corpus
-   size and, with ``scale``, after padding the first backend's collection with
+4. Latency of single top-50 queries (encode + search, and search alone; backends
+   interleaved query by query) at corpus size.
+5. Dense vs hybrid (BM25 over SQLite FTS5 fused by reciprocal rank, ``retrieval.hybrid``)
+   on the first backend: the same quality figures and latency, the two modes interleaved.
+6. With ``scale``, dense latency after padding the first backend's collection with
    SYNTHETIC vectors (real embeddings + gaussian noise, renormalised; ``synthetic:
    True``, source ``synthetic/...``): embedding 100k real chunks takes most of an hour
    on two cores, and search cost depends on vector count, not text.
 
-Deliberately not here: reranking, generation, recall at the padded scale.
+Deliberately not here: reranking, generation, recall at the padded scale, hybrid latency
+at the padded scale (padding vectors have no text for BM25 to index).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import platform
 import random
 import shlex
 import shutil
+import sqlite3
 import sys
 import time
 from importlib.metadata import version
@@ -45,10 +50,11 @@ ENCODE_SAMPLE = 512
 LATENCY_QUERIES = 200
 NOISE = 0.5  # norm of the gaussian noise added to a unit vector before renormalising
 MARKER = ".specrag-bench"
+BACKENDS = ("onnx-int8", "onnx-fp32")
 
 
 def run(settings: Settings, dataset: str = "halueval-qa", n: int = 500, scale: int = 0,
-        backends: tuple[str, ...] = ("onnx-int8", "onnx-fp32"), out_dir: str | None = None,
+        backends: tuple[str, ...] = BACKENDS, out_dir: str | None = None,
         progress: bool = True, max_passages: int | None = None, seed: int = 0) -> dict:
     """Run the benchmark and return the result dict (also written to ``out_dir``)."""
     from specrag.ingest.ingestor import Ingestor
@@ -73,19 +79,29 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 500, scale: i
                                                   colls[b], progress, b)} for b in backends}
     for b, enc in _throughput(embedders, [p.document() for p in sample]).items():
         per[b]["encode"] = enc
-    for b in backends:
-        retriever = Retriever(bset, embedders[b], store)
-        per[b]["quality"] = _quality(retriever, questions, golds, colls[b])
-        per[b]["latency"] = _latency(retriever, questions[:LATENCY_QUERIES], colls[b])
+    dense = {b: (Retriever(bset, embedders[b], store, hybrid=False), colls[b]) for b in backends}
+    for b, lat in _latency(dense, questions[:LATENCY_QUERIES]).items():
+        per[b]["quality"] = _quality(dense[b][0], questions, golds, colls[b])
+        per[b]["latency"] = lat
     first, scaled = backends[0], None
+    first_coll = colls[first]
+    modes = {"dense": dense[first],
+             "hybrid": (Retriever(bset, embedders[first], store, hybrid=True), first_coll)}
+    hybrid = {"backend": first, "dense": {"quality": per[first]["quality"]},
+              "hybrid": {"quality": _quality(modes["hybrid"][0], questions, golds, first_coll)}}
+    for m, lat in _latency(modes, questions[:LATENCY_QUERIES]).items():
+        hybrid[m]["latency"] = lat
+    hybrid["diff_points"] = {k: round(100 * (hybrid["hybrid"]["quality"][k]
+                                             - hybrid["dense"]["quality"][k]), 2)
+                             for k in [f"recall@{k}" for k in KS] + [f"mrr@{TOP_K}"]}
     if scale and scale > store.count(colls[first]):
         scaled = {"backend": first, **_pad(store, colls[first], scale, seed, progress)}
         scaled["chunks"] = store.count(colls[first])
-        scaled["latency"] = _latency(Retriever(bset, embedders[first], store),
-                                     questions[:LATENCY_QUERIES], colls[first])
+        scaled["latency"] = _latency({first: dense[first]}, questions[:LATENCY_QUERIES])[first]
     cmd = ["specrag", "bench", "retrieval", "--dataset", dataset, "--n", str(n), "--scale",
            str(scale), "--out", str(out), "--seed", str(seed)] + (
-        ["--max-passages", str(max_passages)] if max_passages else [])
+        ["--max-passages", str(max_passages)] if max_passages else []) + (
+        ["--backends", ",".join(backends)] if backends != BACKENDS else [])
     result = {
         "benchmark": "retrieval", "dataset": dataset, "n": len(ds.items), "seed": seed,
         "corpus": {"passages": len(passages), "dataset_passages": len(ds.passages),
@@ -95,7 +111,7 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 500, scale: i
         "embedder": {"model": source_for("embedder", settings), **vars(settings.embedder)},
         "fp32_corpus": "second Ingestor with the fp32 embedder over the same passage bytes "
                        "(identical chunk texts)",
-        "backends": per, "scale": scaled, "comparison": _compare(per), "started_at": started,
+        "backends": per, "hybrid": hybrid, "scale": scaled, "comparison": _compare(per), "started_at": started,
         "command": shlex.join(cmd), "argv": sys.argv}
     result["targets"] = _targets(result)
     result["seconds_total"] = round(time.time() - started, 1)
@@ -165,13 +181,22 @@ def _quality(retriever, questions: list[str], golds: list[str], coll: str) -> di
             "questions": len(ranks)}
 
 
-def _latency(retriever, queries: list[str], coll: str) -> dict:
-    retriever.retrieve_many(queries[:5], TOP_K, coll)  # warm caches
-    res = [retriever.retrieve_many([q], TOP_K, coll)[0] for q in queries]
-    ms = {"": [r.total_ms for r in res], "search_": [r.search_ms for r in res]}
-    return {"queries": len(queries), "top_k": TOP_K, **{
-        f"{kind}p{q}_ms": round(float(np.percentile(xs, q)), 2) if xs else None
-        for kind, xs in ms.items() for q in (50, 95)}}
+def _latency(runs: dict, queries: list[str]) -> dict:
+    """Single top-50 queries per ``name -> (retriever, collection)``, interleaved query by
+    query so a burst of load elsewhere hits every contender alike."""
+    for retriever, coll in runs.values():
+        retriever.retrieve_many(queries[:5], TOP_K, coll)  # warm caches
+    res: dict[str, list] = {name: [] for name in runs}
+    for q in queries:
+        for name, (retriever, coll) in runs.items():
+            res[name].append(retriever.retrieve_many([q], TOP_K, coll)[0])
+    out = {}
+    for name, rs in res.items():
+        ms = {"": [r.total_ms for r in rs], "search_": [r.search_ms for r in rs]}
+        out[name] = {"queries": len(rs), "top_k": TOP_K, **{
+            f"{kind}p{q}_ms": round(float(np.percentile(xs, q)), 2) if xs else None
+            for kind, xs in ms.items() for q in (50, 95)}}
+    return out
 
 
 def _pad(store, coll: str, target: int, seed: int, progress: bool) -> dict:
@@ -206,9 +231,22 @@ def _pad(store, coll: str, target: int, seed: int, progress: bool) -> dict:
 # -- report ------------------------------------------------------------------------
 def _machine() -> dict:
     return {"platform": platform.platform(), "python": platform.python_version(),
-            "cpu_count": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)),
+            "cpu": _cpu(), "cpu_count": os.cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)),
             "onnxruntime": version("onnxruntime"), "chromadb": version("chromadb"),
-            "loadavg": [round(x, 2) for x in os.getloadavg()]}
+            "sqlite": sqlite3.sqlite_version, "loadavg": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _cpu() -> str:
+    """``model name (family F, model M)`` from /proc/cpuinfo: a VM's name alone is vague."""
+    try:
+        info = dict(line.split(":", 1) for line in open("/proc/cpuinfo").read().split("\n\n")[0]
+                    .splitlines() if ":" in line)
+    except OSError:
+        return platform.processor()
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    return (f"{info.get('model name', platform.processor())} "
+            f"(family {info.get('cpu family', '?')}, model {info.get('model', '?')})")
 
 
 def _compare(per: dict) -> dict:
@@ -256,13 +294,26 @@ def to_markdown(r: dict) -> str:
              f"{r['n']} questions; corpus {c['passages']} passages "
              f"({'capped from ' + str(c['dataset_passages']) if c['capped'] else 'all'}), "
              f"{c['chunks']} chunks; embedder `{r['embedder']['model'].split('#')[0]}`.",
-             f"Machine: {m['platform']}, {m['cpus_usable']} CPUs, onnxruntime {m['onnxruntime']}, "
-             f"chromadb {m['chromadb']}, load {m['loadavg']} -> {m['loadavg_end']}.", f"Command: `{r['command']}`", "",
+             f"Machine: {m['platform']}, {m.get('cpu', '?')}, {m['cpus_usable']} CPUs, "
+             f"onnxruntime {m['onnxruntime']}, chromadb {m['chromadb']}, sqlite "
+             f"{m.get('sqlite', '?')}, load {m['loadavg']} -> {m['loadavg_end']}.",
+             f"Command: `{r['command']}`", "",
              "| metric | " + " | ".join(bs) + " |", "|---|" + "---|" * len(bs),
              *[f"| {label} | " + " | ".join(fmt(r["backends"][b][g].get(k)) for b in bs) + " |"
                for label, g, k in rows],
              "", f"fp32 corpus: {r['fp32_corpus']}. Comparison: "
              + ", ".join(f"{k} = {v}" for k, v in r["comparison"].items()), ""]
+    if r.get("hybrid"):
+        h, ms = r["hybrid"], ("dense", "hybrid")
+        qrows = [*[(f"recall@{k}", "quality", f"recall@{k}") for k in KS],
+                 ("MRR@50", "quality", "mrr@50"), *rows[-4:]]
+        lines += [f"## Dense vs hybrid ({h['backend']}; BM25 over SQLite FTS5, reciprocal "
+                  "rank fusion of the two top-50 lists)", "",
+                  "| metric | dense | hybrid | hybrid - dense |", "|---|---|---|---|",
+                  *[f"| {label} | " + " | ".join(fmt(h[m][g].get(k)) for m in ms) + " | "
+                    + (f"{h['diff_points'][k]:+.2f} points" if k in h["diff_points"] else
+                       f"{h['hybrid'][g][k] - h['dense'][g][k]:+.2f} ms") + " |"
+                    for label, g, k in qrows], ""]
     if r["scale"]:
         s, lat = r["scale"], r["scale"]["latency"]
         lines += [f"## Latency at {s['chunks']} chunks ({s['backend']})", "",

@@ -1,8 +1,11 @@
-"""Dense retrieval: encode the query with the bi-encoder, take the top-k from Chroma.
+"""Retrieval: encode the query with the bi-encoder, take the top-k from Chroma.
 
 ``Retriever(settings).retrieve("question")`` returns a ``Retrieval`` with the hits
-(best first, cosine scores) and how long encoding and the vector search took (and when
-the search started, for the engine's ``vector_search`` span). ``retrieve_many``
+(best first, cosine scores) and how long encoding and the search took (and when
+the search started, for the engine's ``vector_search`` span). With
+``retrieval.hybrid`` (or ``hybrid=True``) the search is hybrid: the dense and the BM25
+top lists, each at least ``retrieval.top_k`` long, are fused by reciprocal rank
+(``fusion.fuse_hits``); hits keep their cosine scores, in fused order. ``retrieve_many``
 encodes a list of queries in one batch for scripts and benchmarks. Both check the
 collection's ACL; ``search`` is the same without the check, for a caller that has
 just made it (the engine authorizes once per question).
@@ -17,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from specrag.retrieval.embedder import Embedder
+from specrag.retrieval.fusion import fuse_hits
 from specrag.retrieval.store import Store, check_collection_name
 from specrag.security.access import authorize
 from specrag.settings import Settings
@@ -38,10 +42,11 @@ class Retrieval:
 
 class Retriever:
     def __init__(self, settings: Settings, embedder: Embedder | None = None,
-                 store: Store | None = None):
+                 store: Store | None = None, hybrid: bool | None = None):
         self.settings = settings
         self.embedder = embedder or Embedder(settings)
         self.store = store or Store(settings)
+        self.hybrid = settings.retrieval.hybrid if hybrid is None else bool(hybrid)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Retriever":
@@ -78,7 +83,14 @@ class Retriever:
         encode_ms = (t1 - t0) * 1000 / max(1, len(queries))
         for query, vec in zip(queries, vectors):
             started, s0 = time.time_ns(), time.perf_counter()
-            hits = self.store.query(collection, [vec], k, source)[0]
+            if self.hybrid:
+                # fused over the broad lists even for a small k: a chunk 20th in both
+                # orders can beat one 3rd in one order and absent from the other
+                broad = max(k, self.settings.retrieval.top_k)
+                hits = fuse_hits(*self.store.query_both(collection, query, vec, broad, source),
+                                 k)
+            else:
+                hits = self.store.query(collection, [vec], k, source)[0]
             out.append(Retrieval(query, tuple(hits), encode_ms,
                                  (time.perf_counter() - s0) * 1000, started))
         return out

@@ -6,9 +6,14 @@ record per document: committed ``version``, in-flight ``pending`` and ``stale``
 versions). Search excludes the chunks of pending and stale versions, so a document
 becomes visible only once all its chunks are stored, a replaced version disappears
 as a whole, and a crash mid-ingest leaves nothing half-visible; ``recover()`` sweeps
-the leftovers. Embedded ``PersistentClient`` by default, ``HttpClient`` when
-``store.chroma_url`` is set. Writes to one collection take its lock
-(``writing(name)``); different collections are written at the same time.
+the leftovers and finishes a delete that a crash interrupted. A BM25 index beside them
+(``keyword``, SQLite FTS5 under ``data_dir/keyword``) gets the same rows in the same
+steps; ``query_both`` ranks a question both ways over one registry snapshot and shows a
+keyword hit only if Chroma holds it and shows it, so the two never disagree on what
+exists (a collection older than the index is filled from Chroma on first use).
+Embedded ``PersistentClient`` by default, ``HttpClient`` when ``store.chroma_url`` is
+set. Writes to one collection take its lock (``writing(name)``); different collections
+are written at the same time.
 
 Deliberately not here: embedding, parsing, chunking (``ingest`` wires those up).
 """
@@ -17,8 +22,12 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import replace
 from urllib.parse import urlparse
 
+import numpy as np
+
+from specrag.retrieval.keyword import KeywordIndex
 from specrag.settings import Settings
 from specrag.types import Chunk, DocumentInfo, Hit, SpecragError
 
@@ -41,6 +50,9 @@ class Store:
         self._lock = threading.Lock()
         self._batch = 0
         self._writers: dict[str, threading.RLock] = {}
+        # local even with a Chroma server: it then holds what this data dir ingested
+        self.keywords = KeywordIndex(settings.data_path / "keyword")
+        self._filled: set[str] = set()
 
     def writing(self, collection: str) -> threading.RLock:
         """The lock of one collection's writers (reentrant: a holder may call ingest).
@@ -100,6 +112,17 @@ class Store:
                 self._client.delete_collection(prefix + check_collection_name(name))
             except Exception:  # noqa: BLE001 - already gone
                 pass
+        self.keywords.drop(name)
+        self._filled.discard(name)
+
+    def _keyword_ready(self, name: str, chunks) -> None:
+        """Fill the keyword index from Chroma once, for a collection older than it."""
+        if name in self._filled:
+            return
+        with self.writing(name):  # readers wait here once per collection and process
+            if not self.keywords.filled(name):
+                self.keywords.fill_from(name, chunks)
+            self._filled.add(name)
 
     # -- document registry -----------------------------------------------------------
     def _record(self, docs, doc_id: str) -> dict | None:
@@ -135,16 +158,21 @@ class Store:
             for v in {meta.get("pending"), version} - {"", None, meta.get("version")}:
                 if doc_id in existing:
                     chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": v}]})
+                    self.keywords.delete(collection, doc_id, [v])
             meta.update(pending=version, busy=1)
             metas.append(meta)
         docs.upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=metas)
 
     def add_chunks(self, collection: str, chunks_: list[Chunk], embeddings) -> None:
         chunks, _ = self._pair(collection)
+        self._keyword_ready(collection, chunks)
         for i in range(0, len(chunks_), self._batch):
             part = chunks_[i:i + self._batch]
             chunks.add(ids=[c.id for c in part], embeddings=embeddings[i:i + self._batch],
                        documents=[c.text for c in part], metadatas=[_chunk_meta(c) for c in part])
+        # after Chroma: a crash in between leaves pending rows only, which recover() sweeps
+        self.keywords.add(collection, [(c.id, c.doc_id, c.version, c.source, c.text)
+                                       for c in chunks_])
 
     def commit(self, collection: str, infos: list[DocumentInfo]) -> None:
         """Make pending versions visible and drop the chunks of the versions they replace."""
@@ -167,6 +195,7 @@ class Store:
         stale = [(i, m) for i, m in zip(ids, metas) if m["stale"]]
         for doc_id, meta in stale:
             chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": meta["stale"]}]})
+            self.keywords.delete(collection, doc_id, [meta["stale"]])
             meta.update(stale="", busy=0)
         if stale:
             docs.upsert(ids=[i for i, _ in stale], embeddings=[[1.0]] * len(stale),
@@ -179,17 +208,28 @@ class Store:
             return False
         meta["stale"] = meta.get("version") or meta.get("pending") or ""
         self._put(docs, doc_id, meta)  # invisible first, then gone
-        chunks.delete(where={"doc_id": doc_id})
-        docs.delete(ids=[doc_id])
+        self._forget(collection, chunks, docs, doc_id)
         return True
+
+    def _forget(self, collection: str, chunks, docs, doc_id: str) -> None:
+        chunks.delete(where={"doc_id": doc_id})
+        self.keywords.delete(collection, doc_id)
+        docs.delete(ids=[doc_id])
 
     def recover(self, collection: str) -> int:
         """Remove chunks of versions that never committed or were half replaced."""
         chunks, docs = self._pair(collection)
+        self._keyword_ready(collection, chunks)
         got = docs.get(where={"busy": 1}, include=["metadatas"])
         for doc_id, meta in zip(got["ids"], got["metadatas"]):
+            if meta.get("version") and meta.get("stale") == meta["version"]:
+                # only delete() marks the committed version stale: finish it, or the
+                # document would come back with whatever part of it the crash left
+                self._forget(collection, chunks, docs, doc_id)
+                continue
             for v in {meta.get("pending"), meta.get("stale")} - {"", None, meta.get("version")}:
                 chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": v}]})
+                self.keywords.delete(collection, doc_id, [v])
             if not meta.get("version"):
                 docs.delete(ids=[doc_id])
             else:
@@ -201,13 +241,44 @@ class Store:
     def count(self, collection: str) -> int:
         return self._pair(collection)[0].count()
 
+    def _hidden(self, docs) -> list[str]:
+        """Versions no search may show: pending (not yet committed) and stale (replaced)."""
+        # busy is an int: Chroma indexes int/str metadata, a bool filter scans every row
+        busy = docs.get(where={"busy": 1}, include=["metadatas"])["metadatas"]
+        return sorted({v for m in busy for v in (m.get("pending"), m.get("stale")) if v})
+
     def query(self, collection: str, embeddings, top_k: int,
               source: str | list[str] | None = None) -> list[list[Hit]]:
         """Top-k visible chunks for each query embedding, best first."""
         chunks, docs = self._pair(collection, create=False)
-        # busy is an int: Chroma indexes int/str metadata, a bool filter scans every row
-        busy = docs.get(where={"busy": 1}, include=["metadatas"])["metadatas"]
-        hidden = sorted({v for m in busy for v in (m.get("pending"), m.get("stale")) if v})
+        return self._dense(chunks, collection, self._hidden(docs), embeddings, top_k, source)
+
+    def query_both(self, collection: str, text: str, embedding, top_k: int,
+                   source: str | list[str] | None = None) -> tuple[list[Hit], list[Hit]]:
+        """The dense and the BM25 top-k of one question, each best first, cosine scores.
+
+        One registry snapshot for both, so a document replaced in between is never seen
+        in both versions at once."""
+        chunks, docs = self._pair(collection, create=False)
+        self._keyword_ready(collection, chunks)
+        hidden = self._hidden(docs)
+        dense = self._dense(chunks, collection, hidden, [embedding], top_k, source)[0]
+        sources = [source] if isinstance(source, str) else source
+        ids = self.keywords.search(collection, text, max(1, top_k), hidden, sources)
+        seen = {h.chunk.id: h for h in dense}
+        rest = [i for i in ids if i not in seen]
+        if rest:  # Chroma decides what exists: a keyword row a crash left is never shown
+            got = chunks.get(ids=rest, include=["documents", "metadatas", "embeddings"])
+            q = np.asarray(embedding, dtype=np.float32)
+            q = q / (np.linalg.norm(q) or 1.0)
+            seen.update((i, Hit(chunk=_chunk(i, t, m, collection), score=_cosine(q, e), rank=0))
+                        for i, t, m, e in zip(got["ids"], got["documents"], got["metadatas"],
+                                              got["embeddings"]) if m["version"] not in hidden)
+        found = [seen[i] for i in ids if i in seen]
+        return dense, [replace(h, rank=r + 1) for r, h in enumerate(found)]
+
+    def _dense(self, chunks, collection: str, hidden: list[str], embeddings, top_k: int,
+               source) -> list[list[Hit]]:
         clauses, drop, n = [], set(), max(1, top_k)
         if hidden:
             drop = set(chunks.get(where={"version": {"$in": hidden}}, include=[])["ids"])
@@ -229,6 +300,11 @@ class Store:
             out.append([Hit(chunk=_chunk(i, t, m, collection), score=1.0 - float(d), rank=r + 1)
                         for r, (i, t, m, d) in enumerate(rows)])
         return out
+
+
+def _cosine(q: np.ndarray, v) -> float:
+    v = np.asarray(v, dtype=np.float32)
+    return float(q @ v / (np.linalg.norm(v) or 1.0))
 
 
 def _chunk_meta(c: Chunk) -> dict:
