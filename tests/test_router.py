@@ -37,6 +37,12 @@ def test_features_read_the_question_and_the_retrieval():
     g = route_features("Which opened first, the bridge or the tunnel?", hits[1:])
     assert g["multi_hop"] == 1.0 and g["cover_top1"] == 0.0
     assert route_features("How many trains run?", hits[2:])["kind_found"] == 0.0
+    # hybrid retrieval's fused order keeps cosine scores out of order: the score features
+    # read them best first, as the router learnt them on dense order
+    fused = _hits(["Trains run hourly.", "The bridge opened in 1921 after six years of work.",
+                   "The river is wide."], [0.5, 0.8, 0.4], ["a.md", "a.md", "b.md"])
+    h = route_features("When did the bridge open?", fused)
+    assert (h["top1"], h["margin"], h["spread"]) == pytest.approx((0.8, 0.3, 0.35))
 
 
 def test_model_learns_the_direction_and_round_trips(tmp_path):

@@ -89,7 +89,7 @@ class QuestionRun:
 
     # -- rerank and heavy -----------------------------------------------------------
     async def _rerank(self) -> tuple[Hit, ...]:
-        if not self.s.retrieval.rerank:  # keep the bi-encoder order (see settings)
+        if not self.s.retrieval.rerank:  # keep the retrieval order (see settings)
             return self.hits
         start = self.clock()
         with self.e.tracer.stage("rerank", **{"specrag.documents.count": len(self.hits)}):
@@ -98,7 +98,7 @@ class QuestionRun:
         self.timings["rerank"] = self.clock() - start
         score = {r["corpus_id"]: float(r["score"]) for r in ranked}
         order = [r["corpus_id"] for r in ranked]
-        if self.s.retrieval.rerank_fusion:  # hits arrive in bi-encoder order
+        if self.s.retrieval.rerank_fusion:  # hits arrive in retrieval order (dense, or fused)
             order = fuse_orders(order, len(self.hits))
         return tuple(replace(self.hits[j], score=score[j], rank=i + 1) for i, j in enumerate(order))
 

@@ -46,7 +46,10 @@ def _cover(question_stems: set[str], texts: list[str]) -> float:
 
 
 def route_features(question: str, hits, draft_k: int = 3) -> dict[str, float]:
-    scores = [float(h.score) for h in hits[:10]]
+    # best first by score, whatever the order: hybrid retrieval fuses the dense and BM25
+    # rankings, and its hits keep their cosine scores out of order; the router learnt
+    # top-1 and margin on dense scores, best first
+    scores = sorted((float(h.score) for h in hits[:10]), reverse=True)
     texts = [h.chunk.text for h in hits[:draft_k]]
     top1 = scores[0] if scores else 0.0
     rest = scores[1:]
