@@ -84,8 +84,11 @@ def test_ask_streams_answers_and_audits_like_the_app(tmp_path, cli, monkeypatch)
                        "SPECRAG_GENERATION__HEAVY_MAX_TOKENS": "48",
                        "SPECRAG_AUDIT__SAMPLE_RATE": "1.0"}.items():
         monkeypatch.setenv(key, value)
+    # the whole test handbook, as test_engine_real: with leave.pdf's two chunks alone the
+    # 0.5B models said "The documents do not say." on an AVX-512/AMX Xeon (greedy decoding
+    # differs across CPUs' kernels), while the Zen 3 EPYC answered 16 weeks
     write_handbook(tmp_path / "docs")
-    cli("ingest", str(tmp_path / "docs" / "leave.pdf"), check=0)
+    cli("ingest", str(tmp_path / "docs"), check=0)
     q = "How many weeks of parental leave do new parents receive?"
     answer = json.loads(cli("ask", q, "--json", check=0).stdout)
     assert "16" in answer["answer"] and answer["tier"] in ("draft", "heavy")

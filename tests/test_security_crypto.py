@@ -147,9 +147,12 @@ def test_no_plaintext_left_in_temp_or_data_directories(tmp_path, enc, embedder, 
 
     needles = [CANARY.encode(), CANARY.encode("utf-16-le"), b"ZEBRA-CANARY"]
     assert scan(tmp, needles) == []
-    # the vector store keeps chunk text in plaintext (documented: use an encrypted volume)
-    assert [p for p in scan(data, needles) if not p.startswith(str(data / "chroma"))] == []
+    # the vector store and its keyword index keep chunk text in plaintext (documented:
+    # use an encrypted volume); nothing else does
+    store = (str(data / "chroma"), str(data / "keyword"))
+    assert [p for p in scan(data, needles) if not p.startswith(store)] == []
     assert scan(data / "chroma", needles)  # the scan does see plaintext where it is
+    assert scan(data / "keyword", needles)
     assert files.read_text(data / "exports" / "hr.json").count("ZEBRA-CANARY") == 1
     leftovers = [n for _, _, names in os.walk(data) for n in names if n.endswith(".tmp")]
     assert leftovers == []
