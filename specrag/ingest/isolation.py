@@ -55,10 +55,11 @@ class ParserProcess:
         return self._proc.poll() is None
 
     def parse(self, source: str, timeout_s: float, **kwargs) -> ParsedDocument:
-        try:
-            self._conn.send(("parse", kwargs))
-        except OSError:
-            pass  # a dead child is reported below
+        # sent from a thread: a child that gives up mid-message (too big for its memory
+        # cap) answers while a large upload is still being written, and a blocking send
+        # here would wait for it forever
+        sender = threading.Thread(target=self._send, args=(("parse", kwargs),), daemon=True)
+        sender.start()
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -73,12 +74,21 @@ class ParserProcess:
                 self._reap()
                 raise IngestError(f"{source}: parsing took longer than {timeout_s:g} s (the "
                                   "limit is chunking.parse_timeout_s); the file was skipped")
+        sender.join(POLL_S)
+        if sender.is_alive():  # it answered before reading all of it: out of step, so end it
+            self._reap()
         if kind == "ok":
             return value
         if kind == "memory":
             raise IngestError(f"{source}: needs more than {self.memory_mb} MB of memory to "
                               "parse (the limit is chunking.parse_memory_mb)")
         raise IngestError(value)
+
+    def _send(self, message) -> None:
+        try:
+            self._conn.send(message)
+        except (OSError, ValueError):  # closed or dead: ``parse`` reports the child
+            pass
 
     def _died(self, source: str) -> IngestError:
         try:

@@ -42,9 +42,10 @@ def serve(conn: Connection, memory_mb: int) -> None:
             op, payload = conn.recv()
         except (EOFError, OSError):
             return  # the parent is gone
-        except MemoryError:  # the upload itself does not fit under the cap
+        except MemoryError:  # the upload itself does not fit under the cap: the rest of
+            # the message is unread, so this pipe is out of step; say why and end
             conn.send(("memory", None))
-            continue
+            return
         if op == "close":
             return
         too_big = ("memory", None)
