@@ -115,18 +115,18 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 100,
     # background scoring does not share the two cores with the timed answers)
     engine = (make_engine or (lambda st, r: build_engine(st, retriever=r, audit=False)))(s, retriever)
     rows_path = out / "rows.jsonl"
-    done = _done(rows_path)
+    done = done_pairs(rows_path)
     todo = [(q, p) for q in questions for p in policies if (q.id, p) not in done]
     bar = tqdm(total=len(questions) * len(policies), initial=len(questions) * len(policies)
                - len(todo), desc="e2e", unit="answer", disable=not progress)
     with open(rows_path, "a", encoding="utf-8") as fh:
         for q, policy in todo:
-            row = asyncio.run(_answer(engine, q, policy, collection))
+            row = asyncio.run(answer_row(engine, q, policy, collection))
             fh.write(json.dumps(row) + "\n")
             fh.flush()  # a kill loses at most the answer in flight
             bar.update(1)
     bar.close()
-    rows = [r for r in _rows(rows_path) if r["id"] in {q.id for q in questions}]
+    rows = [r for r in read_rows(rows_path) if r["id"] in {q.id for q in questions}]
     meta = {"dataset": dataset, "n": len(questions), "policies": list(policies), "seed": seed,
             "heavy": s.generation.heavy, "draft": s.generation.draft,
             "threshold": s.verify.threshold, "corpus_files": len(report.results),
@@ -144,7 +144,7 @@ def _ingest(ingestor, files, collection: str, progress: bool):
     return report
 
 
-async def _answer(engine, q: Question, policy: str, collection: str) -> dict:
+async def answer_row(engine, q: Question, policy: str, collection: str) -> dict:
     ans = await engine.aask(q.question, policy=policy, collection=collection)
     context = ans.heavy.chunks if ans.heavy else (ans.draft.chunks if ans.draft else ())
     faithful = None
@@ -191,7 +191,7 @@ async def _answer(engine, q: Question, policy: str, collection: str) -> dict:
     }
 
 
-def _rows(path: Path) -> list[dict]:
+def read_rows(path: Path) -> list[dict]:
     if not path.exists():
         return []
     rows = []
@@ -203,9 +203,9 @@ def _rows(path: Path) -> list[dict]:
     return rows
 
 
-def _done(path: Path) -> set[tuple[str, str]]:
+def done_pairs(path: Path) -> set[tuple[str, str]]:
     """Finished (question, policy) pairs; a line cut by a kill is dropped from the file."""
-    rows = _rows(path)
+    rows = read_rows(path)
     if path.exists() and len(rows) != len(path.read_text(encoding="utf-8").splitlines()):
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

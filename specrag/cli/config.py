@@ -17,11 +17,20 @@ def add_parsers(sub) -> None:
     show = csub.add_parser("show", help="effective settings and where each came from")
     show.add_argument("--json", action="store_true")
     show.add_argument("--yaml", action="store_true", help="print as a settings file")
+    show.add_argument("--collection", default=None,
+                      help="as questions to this collection run (with its `specrag tune` values)")
     show.set_defaults(func=cmd_config)
 
 
 def cmd_config(args, settings) -> int:
-    origins = getattr(args, "origins", {})
+    origins = dict(getattr(args, "origins", {}))
+    if args.collection:
+        from specrag.tune import profile
+
+        tuned = profile.overrides(settings, args.collection)
+        settings = profile.settings_for(settings, args.collection)
+        where = f"tune:{profile.path(settings, args.collection)}"
+        origins.update({k: where for k in tuned})
     if args.yaml:
         print(settings.to_yaml(), end="")
     elif args.json:

@@ -194,6 +194,13 @@ class Verifier:
             out.answer_threshold = float(answer_threshold)
         return out
 
+    def with_acceptance(self, acceptance: str, answer_threshold: float) -> "Verifier":
+        """The same loaded model with another acceptance model (a tuned collection's);
+        the model file is read at the next ``warm_up``."""
+        out = copy.copy(self)
+        out.acceptance, out.answer_threshold, out._warm = acceptance, float(answer_threshold), False
+        return out
+
     def warm_up(self) -> "Verifier":
         if self.scorer is None:
             from specrag.grounding.crossencoder import CrossEncoder

@@ -77,6 +77,7 @@ class SpeculativeRAG:
         self.tracer = Tracer(telemetry)
         self._tiers: dict = {}
         self._warm = False
+        self.tuned_for: str | None = None  # set on a collection's tuned view (``tune.profile``)
 
     @classmethod
     def from_settings(cls, settings: Settings, **kw) -> "SpeculativeRAG":
@@ -182,6 +183,17 @@ class SpeculativeRAG:
                      collection: str | None = None, source: str | list[str] | None = None,
                      principal=None, history: list[dict] | None = None):
         """``astream`` in the caller's task: for a caller that isolates the question."""
+        if self.tuned_for is None:
+            from specrag.tune import profile
+
+            # a collection `specrag tune` tuned answers under its own calibration/router
+            view = profile.view(self, collection)
+            if view is not self:
+                async for event in view.events(question, policy=policy, collection=collection,
+                                               source=source, principal=principal,
+                                               history=history):
+                    yield event
+                return
         policy = policy or self.settings.generation.policy
         with self.tracer.question(policy, question) as traced:
             who = access.authorize(self.settings, "read", collection, principal)  # ACL, once

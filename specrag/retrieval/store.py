@@ -238,6 +238,14 @@ class Store:
         return len(got["ids"])
 
     # -- reading -------------------------------------------------------------------
+    def chunks(self, collection: str, *, ids: list[str] | None = None,
+               where: dict | None = None, limit: int | None = None) -> list[Chunk]:
+        """Stored chunks by id or metadata filter (any version: callers check it)."""
+        chunks, _ = self._pair(collection, create=False)
+        got = chunks.get(ids=ids, where=where, limit=limit, include=["documents", "metadatas"])
+        return [_chunk(i, t, m, collection)
+                for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
+
     def count(self, collection: str) -> int:
         return self._pair(collection)[0].count()
 

@@ -26,7 +26,7 @@ import base64
 from html import escape
 
 from specrag.ingest.pdfpage import render_page
-from specrag.retrieval.store import _chunk, check_collection_name
+from specrag.retrieval.store import check_collection_name
 from specrag.security.access import authorize
 from specrag.types import Chunk, SpecragError, one_line
 
@@ -70,13 +70,8 @@ class SourceViewer:
         return _frame(head + self._passage_html(collection, chunk, info.chunks))
 
     # -- reading the store ---------------------------------------------------------------
-    # ``Store`` has no read by id or by neighbourhood; these two calls are the only place
-    # the viewer touches Chroma, and they apply the store's own record format (``_chunk``)
     def _chunks(self, collection: str, **query) -> list[Chunk]:
-        chunks, _ = self.store._pair(collection, create=False)
-        got = chunks.get(include=["documents", "metadatas"], **query)
-        return [_chunk(i, t, m, collection)
-                for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
+        return self.store.chunks(collection, **query)
 
     def _chunk(self, collection: str, chunk_id: str) -> Chunk:
         found = self._chunks(collection, ids=[chunk_id])

@@ -1,0 +1,149 @@
+"""Fit a collection's acceptance model and router on the tune's rows; replay held out.
+
+``fit(rows, questions, verifier, ...)`` splits by ``questions.held_out`` (by source
+chunk), then on the training side
+
+1. **calibrate**: verifies every draft again (grounding alone plus the signals of "does it
+   answer the question", as ``calibrate --e2e`` does) and fits an ``AcceptanceModel``
+   and its bar ``verify.answer_threshold``: the most drafts accepted at the target
+   precision, label *contains the question's answer and its passage was retrieved*;
+2. **router**: fits a ``RouterModel`` on the rows' recorded router inputs, label
+   *accepted under the tuned acceptance and right*, bar = median draft time / median
+   heavy-only time (drafting pays when P(draft will do) x heavy > draft).
+
+Each block of the report is the held-out split replayed from the recorded generations
+(``e2e_report.replay``: nothing is regenerated): ``before`` (the verdicts served at
+collection time), ``calibrate``, ``router`` (routed over the tuned acceptance), with
+``acceptance_rate``, ``accepted_precision``, ``correct``, ``total_p50_ms`` and
+``heavy_tokens``. A step's settings are kept only if its block is no less correct than
+``before`` and faster or cheaper: a tune never makes a collection worse on its own
+held-out questions.
+
+Deliberately not here: generation (``tune.collect``) and writing settings (``tune.run``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specrag.bench import e2e_report
+from specrag.bench.metrics import percentile
+from specrag.training.calibrate_e2e import choose, label
+from specrag.tune.questions import held_out
+
+BLOCK_KEYS = ("acceptance_rate", "accepted_precision", "correct", "total_p50_ms", "heavy_tokens")
+
+
+def block(by: dict[str, list[dict]], drafted: set | None = None) -> dict:
+    r = e2e_report.replay(by, None, drafted)
+    return {"acceptance_rate": r["acceptance_rate"], "accepted_precision": r["accepted_precision"],
+            "correct": r["accuracy"], "total_p50_ms": r["total_p50_ms"],
+            "heavy_tokens": r["heavy_tokens"], "questions": r["questions"]}
+
+
+def better(after: dict, before: dict) -> bool:
+    """No less correct, and faster or cheaper."""
+    if after["correct"] is None or before["correct"] is None:
+        return False
+    return after["correct"] >= before["correct"] - 1e-9 and (
+        (after["total_p50_ms"] or 0) < (before["total_p50_ms"] or 0)
+        or after["heavy_tokens"] < before["heavy_tokens"])
+
+
+def _split(rows, held: set[str]):
+    by = {"train": {}, "held_out": {}}
+    for r in rows:
+        side = "held_out" if r["id"] in held else "train"
+        by[side].setdefault(r["policy"], []).append(r)
+    return by
+
+
+def verdict_features(rows: list[dict], verifier) -> dict[str, tuple]:
+    """Per draft row id: (grounding, signals, abstained), scored by ``verifier``."""
+    out = {}
+    for r in rows:
+        if r["policy"] == "draft-only" and r.get("draft") and r.get("verify_chunks"):
+            v = verifier.verify(r["draft"], r["verify_chunks"])
+            sig = verifier.signals(r["question"], r["draft"], r["verify_chunks"], v.sentences)
+            out[r["id"]] = (v.grounding, sig, v.abstained)
+    return out
+
+
+def calibrate(by_train: dict, feats: dict, target: float) -> dict | None:
+    """The fitted model and bar, or None when the training side is too small to fit."""
+    from specrag.grounding.acceptance import AcceptanceModel
+
+    drafts = [r for r in by_train.get("draft-only", []) if r["id"] in feats
+              and not feats[r["id"]][2]]
+    y = np.array([label(r) for r in drafts])
+    if len(drafts) < 6 or y.min() == y.max():
+        return None
+    model = AcceptanceModel.fit([feats[r["id"]][0] for r in drafts],
+                                [feats[r["id"]][1] for r in drafts], y, fitted_on="specrag tune")
+    g = np.array([feats[r["id"]][0] for r in drafts])
+    p = np.array([model.combine(feats[r["id"]][0], model.relevance(feats[r["id"]][1]))
+                  for r in drafts])
+    chosen = choose(g, p, y, target, min_accepted=max(2, len(drafts) // 10), grounding=0.0)
+    return {"model": model, **chosen}
+
+
+def accepted_under(by: dict, feats: dict, model, bar: float) -> dict:
+    """The same rows with each draft's ``accepted`` decided by ``model`` at ``bar``."""
+    out = dict(by)
+    drafts = []
+    for r in by.get("draft-only", []):
+        f = feats.get(r["id"])
+        ok = bool(f) and not f[2] and model.combine(f[0], model.relevance(f[1])) >= bar
+        drafts.append({**r, "accepted": ok})
+    out["draft-only"] = drafts
+    return out
+
+
+def draft_heavy_ratio(by: dict) -> float:
+    d = [r["timings_ms"].get("total", 0) for r in by.get("draft-only", [])]
+    h = [r["timings_ms"].get("total", 0) for r in by.get("heavy-only", [])]
+    return round(percentile(d, 50) / percentile(h, 50), 2) if d and h and percentile(h, 50) else 0.35
+
+
+def router(by_train: dict, by_held: dict, tuned_train: dict, tuned_held: dict) -> dict | None:
+    from specrag.routing.router import RouterModel
+
+    rows = [r for r in tuned_train.get("draft-only", []) if r.get("route_features")]
+    y = [float(r["accepted"] and label(r)) for r in rows]
+    if len(rows) < 6 or min(y) == max(y):
+        return None
+    threshold = draft_heavy_ratio(by_train)
+    model = RouterModel.fit([r["route_features"] for r in rows], y, threshold=threshold,
+                            fitted_on="specrag tune")
+    p = {r["id"]: model.predict(r["route_features"])
+         for r in tuned_held.get("draft-only", []) if r.get("route_features")}
+    drafted = {i for i, q in p.items() if q >= threshold}
+    return {"model": model, "threshold": threshold, "block": block(tuned_held, drafted),
+            "draft_share": len(drafted) / max(1, len(p))}
+
+
+def fit(rows: list[dict], questions, verifier, steps: list[str], target: float = 0.9) -> dict:
+    held = {q.id for q in questions if held_out(q)}
+    split = _split(rows, held)
+    report = {"questions": {"train": len({r["id"] for r in rows if r["id"] not in held}),
+                            "held_out": len({r["id"] for r in rows if r["id"] in held})},
+              "before": block(split["held_out"]),
+              "heavy_only": block(split["held_out"], drafted=set())}
+    feats = verdict_features(rows, verifier)
+    cal = calibrate(split["train"], feats, target) if "calibrate" in steps or "router" in steps else None
+    tuned_train, tuned_held = split["train"], split["held_out"]
+    if cal is not None:
+        tuned_train = accepted_under(split["train"], feats, cal["model"], cal["answer_threshold"])
+        tuned_held = accepted_under(split["held_out"], feats, cal["model"], cal["answer_threshold"])
+        report["calibrate"] = {**block(tuned_held), "answer_threshold": cal["answer_threshold"],
+                               "train_precision": cal["precision"], "target_met": cal["target_met"]}
+    elif "calibrate" in steps:
+        report["calibrate"] = {"skipped": "too few training drafts, or all right / all wrong"}
+    if "router" in steps:
+        rt = router(split["train"], split["held_out"], tuned_train, tuned_held)
+        report["router"] = ({**rt["block"], "threshold": rt["threshold"],
+                             "draft_share": rt["draft_share"]} if rt else
+                            {"skipped": "too few training rows, or one label only"})
+        report["_router_model"] = rt and rt["model"]
+    report["_acceptance_model"] = cal and cal["model"]
+    return report

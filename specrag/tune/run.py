@@ -1,0 +1,142 @@
+"""``specrag tune``: make one collection faster and more often right, and say by how much.
+
+``tune(settings, collection, questions=N, steps=[...])`` runs, in ``DATA_DIR/tuning/NAME``:
+
+1. **questions** (``tune.questions``): N chunks sampled across the documents, one
+   question each from the heavy tier, kept in ``questions.jsonl`` (a rerun reuses them
+   and only writes the missing ones);
+2. **answers** (``tune.collect``): heavy-only references and draft-only labels through
+   the served engine, in ``rows.jsonl`` (resumable, within ``max_cost_usd``);
+3. **calibrate** and **router** (``tune.fit``) on the training split, replayed on the
+   held-out split; the steps that help are written to ``tuned.json``
+   (``tune.profile``), which the engine applies to that collection from then on and
+   ``specrag config show --collection NAME`` shows;
+4. **report**: ``report.json``/``report.md`` (and ``report.html`` with plotly bars):
+   ``before``, one block per step, ``after`` (the settings written), seconds per step.
+
+Generated questions and answers live under DATA_DIR like the audit samples; with
+``security.encrypt`` on they are written through ``security.crypto.DataFiles``.
+Only an admin of the collection may tune it (``access.authorize(..., "admin")``).
+
+Deliberately not here: draft distillation (``distill`` is refused with a clear
+message: no fine-tuned draft is produced by this version).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from specrag.security import access
+from specrag.settings import Settings
+from specrag.tune import fit as fitting
+from specrag.tune import profile
+from specrag.tune.collect import collect, load_jsonl, save_jsonl
+from specrag.tune.questions import TuneQuestion, accept, kind_for, sample, write_one
+from specrag.types import SpecragError
+
+STEPS = ("calibrate", "router")
+NOT_YET = {"distill": "draft distillation is not available in this version of specrag: "
+                      "tune with --steps calibrate,router"}
+
+
+def check_steps(steps) -> list[str]:
+    steps = [s.strip() for s in steps if s.strip()]
+    for s in steps:
+        if s in NOT_YET:
+            raise SpecragError(NOT_YET[s])
+        if s not in STEPS:
+            raise SpecragError(f"unknown tune step '{s}'; choose from {', '.join(STEPS)}")
+    return steps or list(STEPS)
+
+
+def _questions(engine, store, collection, n, seed, path, files, progress) -> tuple[list, float]:
+    from tqdm import tqdm
+
+    from specrag.pipeline.costs import cost
+
+    kept = [TuneQuestion.from_dict(d) for d in load_jsonl(files, path)]
+    spent = 0.0
+    picks = sample(store, collection, n * 2, seed)  # twice as many: some replies are dropped
+    if not picks:
+        raise SpecragError(f"collection '{collection}' has no documents to tune on")
+    writer = engine.tier("heavy")
+    bar = tqdm(total=n, initial=min(n, len(kept)), desc="questions", unit="q", disable=not progress)
+    seen = {q.chunk_ids[0] for q in kept}
+    for i, chunks in enumerate(picks):
+        if len(kept) >= n:
+            break
+        if chunks[0].id in seen:
+            continue
+        kind = kind_for(i) if len(chunks) > 1 or kind_for(i) != "multi" else "fact"
+        text, usage = asyncio.run(write_one(writer, kind, chunks))
+        if usage is not None:
+            spent += cost(usage, engine.settings.generation.prices)
+        got = accept(kind, text, chunks, kept)
+        seen.add(chunks[0].id)
+        if isinstance(got, TuneQuestion):
+            kept.append(got)
+            save_jsonl(files, path, [q.to_dict() for q in kept])
+            bar.update(1)
+    bar.close()
+    return kept[:n], spent
+
+
+def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEPS,
+         max_cost_usd: float | None = None, target_precision: float = 0.9, seed: int = 0,
+         engine=None, principal=None, progress: bool = True) -> dict:
+    """Tune ``collection``; returns the report (also written beside ``tuned.json``)."""
+    from specrag.pipeline.build import build_engine
+
+    steps = check_steps(steps)
+    access.authorize(settings, "admin", collection, principal)  # security: admins only
+    folder = profile.folder(settings, collection)
+    folder.mkdir(parents=True, exist_ok=True)
+    from specrag.security.crypto import DataFiles
+
+    files = DataFiles(settings)
+    seconds = {}
+    # the served engine, untuned for this collection (the before), without the prompt
+    # cache (a policy must not reuse another's prompt) and without the audit sampler
+    base = settings.with_values(**{"generation.prompt_cache": False})
+    engine = engine or build_engine(base, audit=False)
+    engine.tuned_for = collection  # measure the untuned defaults
+    engine.warm_up()
+    t = time.perf_counter()
+    qs, spent = _questions(engine, engine.retriever.store, collection, questions, seed,
+                           folder / "questions.jsonl", files, progress)
+    seconds["questions"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    rows = collect(engine, qs, collection, folder / "rows.jsonl", files, progress=progress,
+                   max_cost_usd=max_cost_usd, spent_usd=spent)
+    seconds["answers"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    report = fitting.fit(rows, qs, engine.verifier, steps, target_precision)
+    seconds["fit"] = round(time.perf_counter() - t, 1)
+    acceptance, router = report.pop("_acceptance_model"), report.pop("_router_model", None)
+    values, after = {}, report["before"]
+    cal = report.get("calibrate", {})
+    if acceptance is not None and "calibrate" in steps and fitting.better(cal, report["before"]):
+        values["verify.acceptance"] = str(acceptance.save(folder / "acceptance.json"))
+        values["verify.answer_threshold"] = cal["answer_threshold"]
+        after = cal
+    rt = report.get("router", {})
+    if router is not None and "skipped" not in rt and fitting.better(rt, after):
+        if acceptance is not None and "verify.acceptance" not in values:
+            # the router learnt "accepted" under the tuned acceptance: it needs it
+            values["verify.acceptance"] = str(acceptance.save(folder / "acceptance.json"))
+            values["verify.answer_threshold"] = cal["answer_threshold"]
+        values["routing.model"] = str(router.save(folder / "router.json"))
+        values["routing.threshold"] = rt["threshold"]
+        values["generation.policy"] = "routed"
+        after = rt
+    if values:
+        profile.write(settings, collection, values, steps)
+    report.update({"collection": collection, "steps": steps, "after": after,
+                   "settings_written": values, "seconds": seconds,
+                   "cost_usd": round(spent + sum(r.get("cost_usd") or 0 for r in rows), 6),
+                   "heavy": settings.generation.heavy, "draft": settings.generation.draft})
+    from specrag.tune.report import write
+
+    write(report, folder)
+    return report

@@ -1,0 +1,162 @@
+"""``specrag tune``: questions from the documents, per-collection settings, the report.
+
+The control flow runs on fakes (``tests.support.fakes``): a question writer whose
+questions come from each passage's own words, the scripted draft and heavy tiers, the
+word scorer. The slow test runs it over the real store and embedder with the sample
+handbook.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from specrag.pipeline.prompts import NOT_FOUND
+from specrag.security import users as users_mod
+from specrag.security.users import Principal, add_user
+from specrag.tune import profile
+from specrag.tune.questions import TuneQuestion, accept, held_out, parse
+from specrag.tune.run import check_steps, tune
+from specrag.types import Chunk, SpecragError
+from tests.support.env import make_settings
+from tests.support.fakes import ScriptedGenerator, engine, handbook_engine
+
+CHUNK = Chunk(id="c1", doc_id="d1", source="leave.md", text="Employees receive 25 days of paid "
+              "annual leave per calendar year. Unused days expire at the end of March.",
+              index=0, start=0, end=10, content_hash="h", version="v1")
+
+
+def test_replies_become_questions_and_bad_ones_are_dropped_with_a_reason():
+    kept = []
+    ok = accept("fact", "Q: How many days of paid leave do employees get?\nA: 25 days.",
+                [CHUNK], kept)
+    assert isinstance(ok, TuneQuestion) and ok.answer == "25 days" and ok.source == "leave.md"
+    kept.append(ok)
+    assert accept("fact", "Q: How many days of paid leave do employees receive?\nA: 25",
+                  [CHUNK], kept) == "duplicate"
+    assert accept("fact", "Q: Do employees receive 25 days of leave?\nA: 25 days", [CHUNK],
+                  []) == "leaks its answer"
+    assert accept("fact", "Q: Employees receive 25 days of paid annual leave per calendar "
+                  "year?\nA: yes", [CHUNK], []) == "copies a passage sentence"
+    assert accept("fact", "The passage is about leave.", [CHUNK], []) == "unparsed"
+    assert accept("fact", "Q: Leave?\nA: 25", [CHUNK], []) == "not a question"
+    assert parse("none", "Q: Who approves sabbaticals for contractors?") == (
+        "Who approves sabbaticals for contractors?", NOT_FOUND)
+
+
+def test_held_out_split_is_by_source_chunk_and_stable():
+    qs = [TuneQuestion(f"q{i}", "fact", "?", "a", (f"chunk-{i // 2}",), "s") for i in range(300)]
+    held = [held_out(q) for q in qs]
+    assert held == [held_out(q) for q in qs]
+    assert all(held[i] == held[i + 1] for i in range(0, 300, 2))  # same chunk, same side
+    assert 0.2 < sum(held) / len(held) < 0.45
+
+
+def test_unknown_or_unavailable_steps_are_refused():
+    assert check_steps(["calibrate"]) == ["calibrate"]
+    with pytest.raises(SpecragError, match="distillation is not available"):
+        check_steps(["distill"])
+    with pytest.raises(SpecragError, match="unknown tune step 'speed'"):
+        check_steps(["speed"])
+
+
+def test_a_tuned_collection_answers_under_its_own_settings(tmp_path):
+    eng, draft, heavy = engine(tmp_path, "Employees receive 25 days of paid annual leave per year [1].")
+    s = eng.settings
+    assert eng.ask("How much annual leave?", collection="hr").tier == "draft"
+    profile.write(s, "hr", {"generation.policy": "heavy-only"}, ["router"])
+    assert eng.ask("How much annual leave?", collection="hr").tier == "heavy"
+    assert eng.ask("How much annual leave?", collection="it").tier == "draft"  # untuned
+    assert profile.view(eng, "hr") is profile.view(eng, "hr")  # cached until the file changes
+    assert eng.ask("How much annual leave?", collection="hr", policy="draft-only").tier == "draft"
+    assert profile.settings_for(s, "hr").generation.policy == "heavy-only"
+    bad = profile.path(s, "it")
+    bad.parent.mkdir(parents=True)
+    bad.write_text(json.dumps({"settings": {"retrieval.top_k": 3}}))
+    with pytest.raises(SpecragError, match="cannot be tuned per collection"):
+        eng.ask("How much annual leave?", collection="it")
+
+
+def test_config_show_names_the_tuned_values(tmp_path, capsys):
+    from specrag.cli.main import main
+
+    s = make_settings(tmp_path)
+    profile.write(s, "hr", {"verify.answer_threshold": 0.42}, ["calibrate"])
+    assert main(["--data-dir", str(tmp_path), "config", "show", "--collection", "hr"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines()
+                if x.startswith("verify.answer_threshold"))
+    assert "0.42" in line and "tune:" in line
+
+
+class QuestionWriter(ScriptedGenerator):
+    """Writes a question from each passage's own words; answers like the handbook's heavy."""
+
+    def reply_for(self, messages) -> str:
+        text = messages[-1]["content"]
+        if not text.startswith("Write one question"):
+            return super().reply_for(messages)
+        words = re.findall(r"[A-Za-z]{4,}", text.split("Passage 1:", 1)[1])
+        if "does not answer" in text.split("\n")[0]:
+            return f"Q: Which budget covers {words[0]} travel to Mars?"
+        return f"Q: What does the handbook say about {words[0]} {words[1]}?\nA: {words[3]}"
+
+
+@pytest.fixture(autouse=True)
+def fast_bcrypt(monkeypatch):
+    monkeypatch.setattr(users_mod, "BCRYPT_ROUNDS", 4)
+
+
+def test_tune_writes_questions_answers_and_a_report_and_resumes(settings, embedder, tmp_path):
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.ui.sample import SAMPLE_DIR
+
+    Ingestor(settings, embedder=embedder).ingest([str(SAMPLE_DIR)], "hb")
+    eng = handbook_engine(settings, embedder, draft_delay=0, heavy_delay=0)
+    eng.heavy = QuestionWriter("claude-sonnet-4-6", [], "The documents do not say.",
+                               name="anthropic")
+    report = tune(settings, "hb", questions=8, engine=eng, progress=False)
+    folder = profile.folder(settings, "hb")
+    qs = [json.loads(x) for x in (folder / "questions.jsonl").read_text().splitlines()]
+    assert len(qs) == 8 and {q["kind"] for q in qs} >= {"fact", "none"}
+    rows = [json.loads(x) for x in (folder / "rows.jsonl").read_text().splitlines()]
+    assert sorted(r["policy"] for r in rows) == sorted(["draft-only", "heavy-only"] * 8)
+    for name in ("before", "heavy_only"):
+        assert set(report[name]) >= {"acceptance_rate", "accepted_precision", "correct",
+                                     "total_p50_ms", "heavy_tokens"}
+    assert report["heavy_only"]["acceptance_rate"] in (0, None)
+    assert report["questions"]["train"] + report["questions"]["held_out"] == 8
+    assert report["cost_usd"] > 0  # the fake heavy tier is priced like Claude
+    assert "router" in report and "calibrate" in report
+    assert (folder / "report.html").read_text().count("plotly") > 0
+    assert "| before |" in (folder / "report.md").read_text()
+    # resumed: nothing is asked again
+    calls = len(eng.heavy.calls) + len(eng.draft.calls)
+    again = tune(settings, "hb", questions=8, engine=eng, progress=False)
+    assert len(eng.heavy.calls) + len(eng.draft.calls) == calls
+    assert again["before"] == report["before"]
+
+
+def test_only_admins_may_tune(tmp_path):
+    users = tmp_path / "users.yaml"
+    add_user(users, "ann", "admin", "ann-pw-12345")
+    add_user(users, "ed", "editor", "ed-pw-123456")
+    s = make_settings(tmp_path / "data", **{"security.users_file": str(users)})
+    from specrag.security.access import PermissionDenied
+
+    with pytest.raises(PermissionDenied, match="may not administer"):
+        tune(s, "hr", questions=2, engine=object(), principal=Principal("ed", "editor"),
+             progress=False)
+
+
+def test_encrypted_tune_files_are_not_plaintext(settings, tmp_path, monkeypatch):
+    from specrag.security.crypto import DataFiles, generate_key
+    from specrag.tune.collect import load_jsonl, save_jsonl
+
+    monkeypatch.setenv("SPECRAG_ENCRYPTION_KEY", generate_key())
+    files = DataFiles(settings.with_values(**{"security.encrypt": True}))
+    path = tmp_path / "rows.jsonl"
+    save_jsonl(files, path, [{"question": "What is DRAFT_SECRET?"}])
+    assert b"DRAFT_SECRET" not in path.read_bytes()
+    assert load_jsonl(files, path) == [{"question": "What is DRAFT_SECRET?"}]
