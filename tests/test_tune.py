@@ -160,3 +160,43 @@ def test_encrypted_tune_files_are_not_plaintext(settings, tmp_path, monkeypatch)
     save_jsonl(files, path, [{"question": "What is DRAFT_SECRET?"}])
     assert b"DRAFT_SECRET" not in path.read_bytes()
     assert load_jsonl(files, path) == [{"question": "What is DRAFT_SECRET?"}]
+
+
+def _rows(n=60):
+    """Draft-only/heavy-only rows: even questions get a right draft the served verdict
+    rejected (too strict a bar), odd ones a wrong draft; the heavy answer is always right."""
+    qs, rows = [], []
+    for i in range(n):
+        gold = f"{10 + i} days"
+        passage = f"Policy {i}: staff receive {gold} of leave in region {i}."
+        draft = (f"Staff receive {gold} of leave in region {i} [1]." if i % 2 == 0 else
+                 "Contractors are paid weekly by bank transfer [1].")
+        q = TuneQuestion(f"q{i}", "fact", f"How much leave in region {i}?", gold, (f"c{i}",), "p.md")
+        qs.append(q)
+        base = {"id": q.id, "question": q.question, "answers": [gold], "gold_retrieved": True,
+                "verify_chunks": [passage], "route_features": {"top1": 0.5 + (i % 2) * 0.01}}
+        rows.append({**base, "policy": "draft-only", "draft": draft, "prediction": draft,
+                     "accepted": False, "abstained": False, "heavy_tokens_in": 0,
+                     "heavy_tokens_out": 0, "timings_ms": {"total": 1000}})
+        rows.append({**base, "policy": "heavy-only", "draft": None, "prediction": f"It is {gold} [1].",
+                     "heavy_tokens_in": 500, "heavy_tokens_out": 20,
+                     "timings_ms": {"total": 8000, "heavy": 7000, "rerank": 50}})
+    return qs, rows
+
+
+def test_calibration_is_fitted_on_train_and_replayed_on_held_out(tmp_path):
+    from specrag.grounding.verifier import Verifier
+    from specrag.testing.stand_ins import WordScorer
+    from specrag.tune import fit as fitting
+
+    qs, rows = _rows()
+    s = make_settings(tmp_path)
+    report = fitting.fit(rows, qs, Verifier(s, scorer=WordScorer()).warm_up(), ["calibrate"],
+                         target=0.9)
+    before, cal = report["before"], report["calibrate"]
+    assert before["acceptance_rate"] == 0 and before["correct"] == 1.0
+    assert cal["acceptance_rate"] > 0.3 and cal["accepted_precision"] >= 0.9
+    assert cal["total_p50_ms"] < before["total_p50_ms"] and cal["heavy_tokens"] < before["heavy_tokens"]
+    assert fitting.better(cal, before) == (cal["correct"] >= before["correct"])
+    assert report["questions"]["held_out"] == sum(held_out(q) for q in qs)
+    assert not fitting.better({**cal, "correct": before["correct"] - 0.1}, before)

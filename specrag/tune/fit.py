@@ -6,7 +6,8 @@ chunk), then on the training side
 1. **calibrate**: verifies every draft again (grounding alone plus the signals of "does it
    answer the question", as ``calibrate --e2e`` does) and fits an ``AcceptanceModel``
    and its bar ``verify.answer_threshold``: the most drafts accepted at the target
-   precision, label *contains the question's answer and its passage was retrieved*;
+   precision, label *right (``right``: contains the answer or token F1 >= 0.5) and its
+   passage retrieved*;
 2. **router**: fits a ``RouterModel`` on the rows' recorded router inputs, label
    *accepted under the tuned acceptance and right*, bar = median draft time / median
    heavy-only time (drafting pays when P(draft will do) x heavy > draft).
@@ -27,9 +28,33 @@ from __future__ import annotations
 import numpy as np
 
 from specrag.bench import e2e_report
-from specrag.bench.metrics import percentile
-from specrag.training.calibrate_e2e import choose, label
+from specrag.bench.metrics import containment, percentile, token_f1
+from specrag.training.calibrate_e2e import choose
 from specrag.tune.questions import held_out
+
+
+def right(text: str | None, answers) -> float:
+    """Contains the question's answer, or (a writer's answer is often a sentence) shares
+    at least half its words (token F1 >= 0.5)."""
+    if not text:
+        return 0.0
+    return float(containment(text, answers) >= 1.0 or token_f1(text, answers) >= 0.5)
+
+
+def scored(rows: list[dict]) -> list[dict]:
+    """Rows whose ``scores[contains]`` (what the replay counts as correct) is ``right``."""
+    out = []
+    for r in rows:
+        ok = right(r.get("prediction"), r["answers"])
+        out.append({**r, "scores": {**(r.get("scores") or {}), e2e_report.CORRECT: ok},
+                    "draft_right": right(r.get("draft"), r["answers"])})
+    return out
+
+
+def label(row: dict) -> float:
+    """Right and grounded: the draft is right and the question's passage was retrieved."""
+    return float(row["draft_right"] and row.get("gold_retrieved", True))
+
 
 BLOCK_KEYS = ("acceptance_rate", "accepted_precision", "correct", "total_p50_ms", "heavy_tokens")
 
@@ -124,6 +149,7 @@ def router(by_train: dict, by_held: dict, tuned_train: dict, tuned_held: dict) -
 
 def fit(rows: list[dict], questions, verifier, steps: list[str], target: float = 0.9) -> dict:
     held = {q.id for q in questions if held_out(q)}
+    rows = scored(rows)
     split = _split(rows, held)
     report = {"questions": {"train": len({r["id"] for r in rows if r["id"] not in held}),
                             "held_out": len({r["id"] for r in rows if r["id"] in held})},

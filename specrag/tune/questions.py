@@ -33,10 +33,10 @@ from specrag.types import Chunk
 
 KINDS = ("fact", "multi", "none")
 _ASK = {
-    "fact": "Write one question that the passage below answers, and the answer in a few "
-            "words.\nReply exactly as:\nQ: <question>\nA: <answer>",
+    "fact": "Write one question that the passage below answers, and the answer in at "
+            "most six words.\nReply exactly as:\nQ: <question>\nA: <answer>",
     "multi": "Write one question whose answer needs both passages below together, and the "
-             "answer in a few words.\nReply exactly as:\nQ: <question>\nA: <answer>",
+             "answer in at most six words.\nReply exactly as:\nQ: <question>\nA: <answer>",
     "none": "Write one question on the topic of the passage below that the passage does "
             "not answer.\nReply exactly as:\nQ: <question>",
 }
