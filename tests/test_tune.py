@@ -200,3 +200,33 @@ def test_calibration_is_fitted_on_train_and_replayed_on_held_out(tmp_path):
     assert fitting.better(cal, before) == (cal["correct"] >= before["correct"])
     assert report["questions"]["held_out"] == sum(held_out(q) for q in qs)
     assert not fitting.better({**cal, "correct": before["correct"] - 0.1}, before)
+
+
+def test_the_app_tunes_in_the_background_and_shows_the_report(settings, embedder):
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.ui.sample import SAMPLE_DIR
+    from specrag.ui.session import Engines
+    from specrag.ui.tuning import Tuner
+
+    Ingestor(settings, embedder=embedder).ingest([str(SAMPLE_DIR)], "hb")
+    eng = handbook_engine(settings, embedder, draft_delay=0, heavy_delay=0)
+    eng.heavy = QuestionWriter("claude-sonnet-4-6", [], "The documents do not say.",
+                               name="anthropic")
+    tuner = Tuner(settings, Engines(settings, eng), questions=6)
+    assert "has not been tuned yet" in tuner.status("hb")
+    first = tuner.start("hb")
+    assert "Tuning **hb**" in first or "# Tune of collection" in first
+    tuner.wait("hb", 120)
+    assert tuner.status("hb").startswith("# Tune of collection `hb`")
+    assert eng.tuned_for is None  # the app's engine itself is not changed
+
+
+def test_the_app_refuses_a_tune_by_an_editor(tmp_path):
+    from specrag.security.access import PermissionDenied
+    from specrag.ui.tuning import Tuner
+
+    users = tmp_path / "users.yaml"
+    add_user(users, "ed", "editor", "ed-pw-123456")
+    s = make_settings(tmp_path / "data", **{"security.users_file": str(users)})
+    with pytest.raises(PermissionDenied):
+        Tuner(s, engines=None).start("hr", Principal("ed", "editor"))

@@ -99,7 +99,8 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
     # the served engine, untuned for this collection (the before), without the prompt
     # cache (a policy must not reuse another's prompt) and without the audit sampler
     base = settings.with_values(**{"generation.prompt_cache": False})
-    engine = engine or build_engine(base, audit=False)
+    # a copy over the same loaded parts: a shared engine (the app's) is not changed
+    engine = engine.replace() if engine is not None else build_engine(base, audit=False)
     engine.tuned_for = collection  # measure the untuned defaults
     engine.warm_up()
     t = time.perf_counter()

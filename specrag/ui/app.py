@@ -55,7 +55,7 @@ from specrag.security.access import PermissionDenied
 from specrag.security.sanitize import check_question
 from specrag.settings import Settings
 from specrag.types import SpecragError, one_line
-from specrag.ui import charts, documents, metrics, panel, search, viewer
+from specrag.ui import charts, documents, metrics, panel, search, tuning, viewer
 from specrag.ui.auth import gradio_auth, principal_from_request
 from specrag.ui.chat import Turn
 from specrag.ui.sample import COLLECTION, EASY, HARD, SampleKB, operator
@@ -253,6 +253,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
                         plot = gr.Plot(charts.figure([]), show_label=False, elem_id="sr-chart")
             with gr.Tab("Documents", id="documents"):
                 refresh_docs, doc_outputs = documents.build_tab(lib, collection, gr, who)
+                tuning.build_section(tuning.Tuner(settings, engines), collection, gr, who)
             with gr.Tab("Search", id="search"):
                 search.build_tab(retriever, collection, settings.retrieval.top_k, gr, who)
             with gr.Tab("Settings", id="settings") as settings_tab:

@@ -1,0 +1,112 @@
+"""The app's "Tune this collection" action: ``specrag tune`` in the background.
+
+``Tuner(settings, engines)`` starts one tune per collection in a daemon thread over the
+app's own engine (``engine.replace``: the loaded models are shared, nothing is loaded
+twice; chat keeps answering, on the same cores), and reports its state as Markdown:
+running (questions written and answers collected so far, read from the tune's files),
+failed (one line), or the last report (``report.md``). Only admins may start one
+(``access.authorize(..., "admin")`` before the thread starts); anyone who may read the
+collection may see its last report.
+
+Deliberately not here: the steps (``specrag.tune``) and the layout (``ui.documents``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from specrag.security.access import authorize
+from specrag.security.sanitize import safe_markdown
+from specrag.tune import profile
+from specrag.types import SpecragError, one_line
+
+
+class Tuner:
+    def __init__(self, settings, engines, questions: int = 40):
+        self.settings = settings
+        self.engines = engines
+        self.questions = questions
+        self._jobs: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    def start(self, collection: str, who=None) -> str:
+        authorize(self.settings, "admin", collection, who)  # security: admins only
+        with self._lock:
+            job = self._jobs.get(collection)
+            if job and job["thread"].is_alive():
+                return self.status(collection, who)
+            job = {"started": time.time(), "error": None}
+            job["thread"] = threading.Thread(target=self._run, args=(collection, who, job),
+                                             name=f"tune-{collection}", daemon=True)
+            self._jobs[collection] = job
+            job["thread"].start()
+        return self.status(collection, who)
+
+    def _run(self, collection, who, job) -> None:
+        from specrag.pipeline.engine import SpeculativeRAG
+        from specrag.tune.run import tune
+        from specrag.ui.session import inner_engine
+
+        try:
+            engine = inner_engine(self.engines.warm_up())
+            if not isinstance(engine, SpeculativeRAG):
+                raise SpecragError("this app's engine cannot be tuned")
+            tune(self.settings, collection, questions=self.questions, engine=engine,
+                 principal=who, progress=False)
+        except Exception as exc:  # noqa: BLE001 - shown to the admin, the app goes on
+            job["error"] = one_line(exc)
+
+    def wait(self, collection: str, timeout: float | None = None) -> None:
+        job = self._jobs.get(collection)
+        if job:
+            job["thread"].join(timeout)
+
+    def status(self, collection: str, who=None) -> str:
+        authorize(self.settings, "read", collection, who)
+        job = self._jobs.get(collection)
+        folder = profile.folder(self.settings, collection)
+        if job and job["thread"].is_alive():
+            from specrag.security.crypto import DataFiles
+            from specrag.tune.collect import load_jsonl
+
+            files = DataFiles(self.settings)
+            qs = len(load_jsonl(files, folder / "questions.jsonl"))
+            rows = len(load_jsonl(files, folder / "rows.jsonl"))
+            return (f"Tuning **{safe_markdown(collection)}** for "
+                    f"{time.time() - job['started']:.0f} s: {qs} questions written, "
+                    f"{rows} answers collected. Chat keeps working meanwhile.")
+        if job and job["error"]:
+            return f"The last tune of {safe_markdown(collection)} failed: {safe_markdown(job['error'])}"
+        report = folder / "report.md"
+        if report.is_file():
+            return report.read_text(encoding="utf-8")
+        return f"{safe_markdown(collection)} has not been tuned yet."
+
+
+def build_section(tuner: Tuner, collection, gr, who) -> None:
+    """A "Tune this collection" button and its state, for the chosen collection."""
+
+    def start(collection, request: gr.Request):
+        try:
+            return tuner.start(collection, who(request))
+        except SpecragError as err:  # PermissionDenied included: one plain line
+            raise gr.Error(one_line(err)) from None
+
+    def show(collection, request: gr.Request):
+        try:
+            return tuner.status(collection, who(request))
+        except SpecragError as err:
+            return one_line(err)
+
+    with gr.Accordion("Tune this collection (admins)", open=False, elem_id="sr-tune"):
+        gr.Markdown("Writes questions from this collection's documents, answers them with "
+                    "both models, and keeps a calibration and router for the collection only "
+                    "if they beat the defaults on held-out questions (`specrag tune`).",
+                    elem_classes="sr-help")
+        with gr.Row():
+            go = gr.Button("Tune this collection", elem_id="sr-tune-start", scale=1)
+            again = gr.Button("Refresh", elem_id="sr-tune-refresh", scale=1)
+        state = gr.Markdown(elem_id="sr-tune-state")
+    go.click(start, collection, state, api_name="tune", concurrency_limit=1)
+    again.click(show, collection, state, api_visibility="private", show_progress="hidden")
