@@ -230,3 +230,33 @@ def test_the_app_refuses_a_tune_by_an_editor(tmp_path):
     s = make_settings(tmp_path / "data", **{"security.users_file": str(users)})
     with pytest.raises(PermissionDenied):
         Tuner(s, engines=None).start("hr", Principal("ed", "editor"))
+
+
+def test_claude_as_teacher_gets_redacted_prompts_and_its_cost_is_counted(settings, embedder,
+                                                                          monkeypatch):
+    """The real Anthropic SDK against the local Messages-API server writes the questions
+    and the references; no e-mail address of the handbook reaches it."""
+    from specrag.generators.anthropic_backend import AnthropicGenerator
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.testing.mockapi import MockAPI, first_sentence_answer
+    from specrag.ui.sample import SAMPLE_DIR
+
+    writer = QuestionWriter("x", [], "")
+
+    def respond(messages):
+        text = messages[-1]["content"]
+        return (writer.reply_for([{"content": text}]) if text.startswith("Write one question")
+                else first_sentence_answer(messages))
+
+    Ingestor(settings, embedder=embedder).ingest([str(SAMPLE_DIR)], "hb")
+    monkeypatch.setenv("TEST_ANTHROPIC_KEY", "sk-test-123")
+    with MockAPI(responder=respond) as api:
+        eng = handbook_engine(settings, embedder, draft_delay=0, heavy_delay=0)
+        eng.heavy = AnthropicGenerator("claude-sonnet-4-6", api_key_env="TEST_ANTHROPIC_KEY",
+                                       base_url=api.url, timeout_s=10)
+        report = tune(settings, "hb", questions=10, engine=eng, progress=False)
+        bodies = [json.dumps(r["body"]) for r in api.requests]
+    assert sum("Write one question" in b for b in bodies) >= 10
+    assert report["cost_usd"] > 0 and report["heavy_only"]["heavy_tokens"] > 0
+    assert not any(re.search(r"[a-z]+@northwind\.example", b) for b in bodies)
+    assert any("<EMAIL_" in b for b in bodies)  # the passages held some: they were swapped
