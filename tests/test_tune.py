@@ -260,3 +260,20 @@ def test_claude_as_teacher_gets_redacted_prompts_and_its_cost_is_counted(setting
     assert report["cost_usd"] > 0 and report["heavy_only"]["heavy_tokens"] > 0
     assert not any(re.search(r"[a-z]+@northwind\.example", b) for b in bodies)
     assert any("<EMAIL_" in b for b in bodies)  # the passages held some: they were swapped
+
+
+def test_the_tune_buttons_receive_the_request_so_the_signed_in_user_is_checked():
+    """Gradio passes ``gr.Request`` only to a parameter it can read as that type (a
+    postponed string annotation is not read: the handler then gets one argument)."""
+    import inspect
+
+    import gradio as gr
+
+    from specrag.ui import tuning
+
+    with gr.Blocks() as demo:
+        tuning.build_section(tuning.Tuner(None, None), gr.Textbox(), gr, lambda r: None)
+    handlers = {f.name: f.fn for f in demo.fns.values()}
+    for name in ("start", "show"):
+        params = inspect.signature(handlers[name]).parameters
+        assert params["request"].annotation is gr.Request

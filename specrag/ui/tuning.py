@@ -11,8 +11,8 @@ collection may see its last report.
 Deliberately not here: the steps (``specrag.tune``) and the layout (``ui.documents``).
 """
 
-from __future__ import annotations
-
+# no ``from __future__ import annotations``: Gradio reads the handlers' ``gr.Request``
+# hints at runtime (see ``ui.documents``)
 import threading
 import time
 
