@@ -44,7 +44,8 @@ def test_head_fits_on_labelled_pairs_and_round_trips(tmp_path):
     ce = np.where(y, rng.uniform(0.6, 1.0, n), np.where(rng.random(n) < 0.5, rng.uniform(0.6, 1.0, n),
                                                          rng.uniform(0.0, 0.4, n)))
     gone = np.where(y, 0.0, rng.choice([0.5, 1.0], n))
-    head = GroundingHead.fit(ce, gone, y, fitted_on="synthetic")
+    head = GroundingHead.fit(ce, gone, y, fitted_on="synthetic",
+                             names=("logit", "missing", "any_missing"))
     out = head.apply(ce, gone)
     assert head.weights[1] < 0  # a missing span lowers P(supported)
     assert ((out >= 0.5) == y).mean() > ((ce >= 0.5) == y).mean() + 0.15
@@ -129,7 +130,8 @@ def test_the_verifier_applies_the_head_and_both_acceptance_gates(tmp_path):
     settings = make_settings(tmp_path)
     scorer = Believer()
     scorer.model_dir = tmp_path
-    GroundingHead(0.0, (1.0, -8.0, -2.0)).save(tmp_path)
+    # a head fitted before roles existed names its three features and still applies
+    GroundingHead(0.0, (1.0, -8.0, -2.0), features=("logit", "missing", "any_missing")).save(tmp_path)
     grounded, feats, y = _rows()
     AcceptanceModel.fit(grounded, feats, y).save(tmp_path / "acceptance.json")
     v = Verifier(settings, scorer=scorer, threshold=0.9, answer_threshold=0.5).warm_up()
@@ -148,3 +150,67 @@ def test_the_verifier_applies_the_head_and_both_acceptance_gates(tmp_path):
     off = Verifier(settings, scorer=scorer, threshold=0.9, head=False, acceptance="off").warm_up()
     fooled = off.verify("Gustave Eiffel designed the tower.", [PASSAGE], "Who designed the tower?")
     assert fooled.accepted and fooled.relevance is None  # what the head is there to stop
+
+
+FILM = ("Beetlejuice is a 1988 American comedy-fantasy film directed by Tim Burton. "
+        "It stars Alec Baldwin, Geena Davis, Winona Ryder and Catherine O'Hara. "
+        "Danny Elfman composed its score.")
+
+
+def test_a_name_put_in_another_role_is_displaced_its_own_role_is_not():
+    from specrag.grounding.roles import displaced, evidence_sentences, qa_claim
+
+    assert displaced("Beetlejuice is a 1988 comedy film directed by Tim Burton.", FILM) == 0.0
+    # every word is in the passage, but O'Hara is named in the cast, not as the film
+    role = displaced("Catherine O'Hara is a 1988 comedy film directed by Tim Burton.", FILM)
+    assert role >= 0.6
+    # a paraphrase keeps the name among its own words: little displacement
+    assert displaced("Tim Burton directed the film Beetlejuice.", FILM) < 0.34
+    assert displaced("Danny Elfman composed the film's score.", FILM) < 0.5
+    assert displaced("Danny Elfman directed the film.", FILM) > 0.5  # composer, not director
+    assert displaced("Gustave Eiffel directed it.", FILM) == 1.0  # never named: wholly out
+    assert displaced("The film is a comedy.", FILM) == 0.0  # no name, nothing to place
+    # question-answer claims are left to the cross-encoder; the reading can be shared
+    assert displaced(qa_claim("Who directed Beetlejuice?", "Danny Elfman"), FILM) == 0.0
+    read = evidence_sentences(FILM)
+    assert displaced("Danny Elfman directed the film.", FILM, sentences=read) == role_of(
+        "Danny Elfman directed the film.")
+
+
+def role_of(claim: str) -> float:
+    from specrag.grounding.roles import displaced
+
+    return displaced(claim, FILM)
+
+
+def test_the_head_weighs_displaced_names_and_checks_bare_answers_with_their_question(tmp_path):
+    from tests.support.env import make_settings
+
+    rng = np.random.default_rng(1)
+    n = 400
+    y = rng.random(n) < 0.5
+    ce = rng.uniform(0.6, 1.0, n)  # fooled on every negative: only the role tells them apart
+    roles = np.where(y, rng.uniform(0.0, 0.3, n), rng.uniform(0.5, 1.0, n))
+    head = GroundingHead.fit(ce, np.zeros(n), y, roles)
+    assert head.features[-1] == "displaced" and head.weights[-1] < 0
+    assert ((head.apply(ce, np.zeros(n), roles) >= 0.5) == y).mean() > 0.9
+    with pytest.raises(ValueError, match="displaced"):
+        head.apply(ce, np.zeros(n))
+    head.save(tmp_path)
+    assert GroundingHead.load(tmp_path) == head
+
+    seen = []
+
+    class Recorder:
+        model_dir = None
+
+        def predict(self, pairs):
+            seen.extend(h for _, h in pairs)
+            return [0.9] * len(pairs)
+
+    v = Verifier(make_settings(tmp_path), scorer=Recorder(), head=False, acceptance="off")
+    v.verify("In 1889.", [PASSAGE], "When was the tower completed?")
+    v.verify("In 1889.", [PASSAGE])
+    v.verify("The tower was completed by Karl Brenner in 1889.", [PASSAGE], "When?")
+    assert seen == ['The answer to "When was the tower completed?" is: In 1889.', "In 1889.",
+                    "The tower was completed by Karl Brenner in 1889."]

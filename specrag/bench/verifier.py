@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from specrag.grounding.evidence import select
-from specrag.grounding.spans import missing
 from specrag.settings import Settings
 
 SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
@@ -100,7 +99,7 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
     words = settings.verify.evidence_words
     pair_scores = int8.predict([(select(p.premise, p.hypothesis, words), p.hypothesis) for p in pairs])
     if verifier.head is not None:  # the served cell score: the head over the CE and the spans
-        pair_scores = verifier.head.apply(pair_scores, [missing(p.hypothesis, p.premise) for p in pairs])
+        pair_scores = verifier.head.score(pair_scores, [(p.premise, p.hypothesis) for p in pairs])
     result: dict = {"model": str(int8.model_dir), "threshold": threshold, "per_source": {}}
     present = [c for c in CHECKS if any(p.source == c for p in pairs)]
     for src in SOURCES + ("all",) + HARD + tuple(present):

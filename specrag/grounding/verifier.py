@@ -17,9 +17,13 @@
 3. The draft's score aggregates the sentence scores: ``min`` by default (one
    unsupported sentence sinks the draft), or ``mean``.
    With a ``GroundingHead`` (``head.json`` beside the model, ``verify.head``), each
-   cell's score is the head's calibrated P(supported) from the cross-encoder's score
-   and the fraction of the sentence's key spans (names, numbers, dates) the chunk lacks
-   (``spans.missing``): the cross-encoder alone leans on what it knows about the world.
+   cell's score is the head's calibrated P(supported) from the cross-encoder's score,
+   the fraction of the sentence's key spans (names, numbers, dates) the chunk lacks
+   (``spans.missing``) and how far its names sit among other words in the chunk
+   (``roles.displaced``): the cross-encoder alone leans on what it knows about the
+   world and misses a name put in another role.
+   Given the question, a bare answer of at most ``ANSWER_WORDS`` words ("In 1869.") is
+   scored as ``qa_claim(question, answer)``: alone it claims nothing checkable.
 4. ``grounded`` aggregates the sentence scores. Given the ``question`` and an
    ``AcceptanceModel`` (``verify.acceptance``), the verdict also asks whether the draft
    answers it (``relevance``) and ``score`` is the two combined, P(right), accepted at
@@ -51,7 +55,7 @@ from specrag.grounding import acceptance as acceptance_models
 from specrag.grounding.evidence import select
 from specrag.grounding.head import GroundingHead
 from specrag.grounding.relevance import relevance_features
-from specrag.grounding.spans import missing
+from specrag.grounding.roles import qa_claim
 from specrag.grounding.text import claims, content_words, split_sentences, strip_citations
 
 AGGREGATES = ("min", "mean")
@@ -134,6 +138,7 @@ def prefilter(sentence: str, chunk_words: list[set[str]], k: int) -> list[int]:
 
 
 QUOTE_MIN_WORDS = 4
+ANSWER_WORDS = 4  # a draft sentence this short is a bare answer: checked with its question
 
 
 def _norm(sentence: str) -> str:
@@ -232,12 +237,15 @@ class Verifier:
             cw = [content_words(t) for t in texts] if k and k < len(texts) else None
             cells = [(r, j) for r, i in enumerate(checked)
                      for j in (prefilter(sents[i], cw, k) if cw else range(len(texts)))]
-            pairs = [(texts[j], sents[checked[r]]) for r, j in cells]
+            # a bare answer ("In 1869.") claims nothing without its question: check the two
+            # together, in the form the verifier was trained on for question pairs
+            said = [qa_claim(question, x) if question and len(x.split()) <= ANSWER_WORDS else x
+                    for x in sents]
+            pairs = [(texts[j], said[checked[r]]) for r, j in cells]
             cut = [(select(t, h, self.evidence_words), h) for t, h in pairs]
             scores = np.asarray(self.scorer.predict(cut), dtype=np.float32)
-            if self.head is not None:  # names, numbers and dates the chunk lacks pull it down
-                gone = [missing(h, t) for t, h in pairs]
-                scores = self.head.apply(scores, gone)
+            if self.head is not None:  # names, numbers and dates the chunk lacks or puts
+                scores = self.head.score(scores, pairs)  # in another role pull it down
             for (r, j), sc in zip(cells, scores):
                 matrix[r, j] = sc
             # a sentence the draft copied whole from a chunk is supported by that chunk

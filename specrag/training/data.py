@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 
 from specrag.datasets import load_halueval_qa, load_squad, passage_id
+from specrag.grounding.roles import qa_claim  # noqa: F401  (the template serving checks)
 from specrag.grounding.text import split_sentences
 from specrag.settings import Settings
 from specrag.training.sources import vitaminc_path, wheel_path
@@ -79,13 +80,6 @@ def vitaminc(settings: Settings) -> list[Pair]:
         out.append(Pair(premise.strip(), claim.strip(), float(label == "True"), "vitaminc",
                         split_of("vitaminc:" + page)))
     return out
-
-
-def qa_claim(question: str, answer: str) -> str:
-    """The same template for right and hallucinated answers (an earlier rule that kept
-    sentence answers as they were let the template itself give the label away)."""
-    question, answer = " ".join(question.split()), " ".join(answer.split()).rstrip(".")
-    return f"The answer to \"{question.rstrip('?').strip()}?\" is: {answer}."
 
 
 def length_matched(rows: list[tuple[str, str, str]], seed: int = 0) -> list[tuple[str, str, str]]:

@@ -113,6 +113,7 @@ def train_head(settings: Settings, out: Path | None = None, n_per_source: int = 
 
     from specrag.grounding.crossencoder import CrossEncoder
     from specrag.grounding.head import GroundingHead
+    from specrag.grounding.roles import displaced
     from specrag.grounding.spans import missing
     from specrag.training import data
 
@@ -124,8 +125,9 @@ def train_head(settings: Settings, out: Path | None = None, n_per_source: int = 
     _log(f"scoring {len(pairs)} dev pairs")
     scores = ce.predict([(select(p.premise, p.hypothesis, words), p.hypothesis) for p in pairs])
     gone = np.array([missing(p.hypothesis, p.premise) for p in pairs])
+    roles = np.array([displaced(p.hypothesis, p.premise) for p in pairs])
     counts = {s: sum(p.source == s for p in pairs) for s in HEAD_SOURCES}
-    head = GroundingHead.fit(scores, gone, [p.label for p in pairs],
+    head = GroundingHead.fit(scores, gone, [p.label for p in pairs], roles,
                              fitted_on="dev pairs: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     path = head.save(ce.model_dir)
     _log(f"head {head.weights} (intercept {head.intercept}) written to {path}")
