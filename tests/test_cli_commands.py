@@ -97,7 +97,11 @@ def test_train_verifier_writes_a_model_that_verify_loads(tmp_path, trained_verif
     # its calibrated head, fitted on dev pairs beside it, is what the verifier then applies
     head = json.loads(ok(specrag(tmp_path / "data", "train", "head", "--out", str(out),
                                  "--scale", "0.05", "--json")).stdout)
-    assert head["features"] == ["logit", "missing", "any_missing"] and (out / "head.json").is_file()
+    # the CE logit always; span and role features as far as they pull support down
+    assert head["features"][0] == "logit" and (out / "head.json").is_file()
+    assert set(head["features"]) <= {"logit", "missing", "any_missing", "displaced"}
+    assert len(head["weights"]) == len(head["features"])
+    assert all(w <= 0 for n, w in zip(head["features"], head["weights"]) if n != "logit")
     assert "counterfactual-vitc" not in head["fitted_on"] and "counterfactual 20" in head["fitted_on"]
     world = json.loads(ok(specrag(tmp_path / "data", "verify", "--context", str(context),
                                   "--answer", "Employees get 25 days of leave.", "--json",

@@ -131,3 +131,28 @@ def test_cli_verify_pairs_context_and_rerank(tmp_path, capsys, monkeypatch):
                  str(passages), "--json"]) == 0
     first = json.loads(capsys.readouterr().out.splitlines()[0])
     assert first["corpus_id"] == 1 and first["rank"] == 1
+
+
+def test_served_verifier_follows_the_passage_not_the_world_nor_another_role(settings):
+    """The shipped model with its head and the shipped threshold: a passage that
+    contradicts world knowledge, a name of the passage put in another role, and a bare
+    answer checked together with its question."""
+    from specrag.pipeline.build import build_verifier
+
+    v = build_verifier(settings).warm_up()
+    assert v.head is not None and "displaced" in v.head.features
+    tower = ("The tower, designed by Karl Brenner and completed in 1889, stands 1,063 feet "
+             "tall in Paris. Gustave Eiffel's company supplied the iron.")
+    film = ("Beetlejuice is a 1988 American comedy-fantasy film directed by Tim Burton. "
+            "It stars Alec Baldwin, Geena Davis, Winona Ryder and Catherine O'Hara.")
+    t = settings.verify.threshold
+
+    def grounded(draft, chunk, question=None):
+        return v.verify(draft, [chunk], question).grounding
+
+    assert grounded("Karl Brenner designed the tower.", tower) >= t
+    assert grounded("Gustave Eiffel designed the tower.", tower) < t  # the world's answer
+    assert grounded("Beetlejuice was directed by Tim Burton.", film) >= t
+    assert grounded("Catherine O'Hara directed Beetlejuice.", film) < t  # cast, not director
+    asked = "When was the tower completed?"
+    assert grounded("1889.", tower, asked) >= t > grounded("1887.", tower, asked)

@@ -214,3 +214,16 @@ def test_the_head_weighs_displaced_names_and_checks_bare_answers_with_their_ques
     v.verify("The tower was completed by Karl Brenner in 1889.", [PASSAGE], "When?")
     assert seen == ['The answer to "When was the tower completed?" is: In 1889.', "In 1889.",
                     "The tower was completed by Karl Brenner in 1889."]
+
+
+def test_a_span_feature_fitted_to_raise_support_is_dropped():
+    rng = np.random.default_rng(2)
+    n = 400
+    y = rng.random(n) < 0.5
+    ce = np.where(y, rng.uniform(0.5, 1.0, n), rng.uniform(0.0, 0.6, n))
+    gone = np.where(y, rng.uniform(0.3, 1.0, n), 0.0)  # here missing spans go with support
+    roles = np.where(y, 0.0, rng.uniform(0.4, 1.0, n))
+    head = GroundingHead.fit(ce, gone, y, roles)
+    assert "missing" not in head.features and "any_missing" not in head.features
+    assert head.features == ("logit", "displaced") and len(head.weights) == 2
+    assert head.weights[0] > 0 and head.weights[1] < 0

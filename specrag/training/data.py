@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 
 from specrag.datasets import load_halueval_qa, load_squad, passage_id
-from specrag.grounding.roles import qa_claim  # noqa: F401  (the template serving checks)
+from specrag.grounding.roles import qa_claim
 from specrag.grounding.text import split_sentences
 from specrag.settings import Settings
 from specrag.training.sources import vitaminc_path, wheel_path
