@@ -67,6 +67,19 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 50
     return float(w[0]), w[1:]
 
 
+def cell_inputs(pairs: list[tuple[str, str]], roles: bool = True):
+    """``missing`` and (with ``roles``) ``displaced`` of each (evidence, claim) pair, each
+    evidence text read once: what ``apply`` and ``fit`` take beside the scores."""
+    from specrag.grounding.roles import displaced, evidence_sentences
+    from specrag.grounding.spans import missing
+
+    gone = np.array([missing(claim, ev) for ev, claim in pairs])
+    if not roles:
+        return gone, None
+    read = {ev: evidence_sentences(ev) for ev in dict.fromkeys(ev for ev, _ in pairs)}
+    return gone, np.array([displaced(claim, ev, sentences=read[ev]) for ev, claim in pairs])
+
+
 @dataclass(frozen=True)
 class GroundingHead:
     intercept: float
@@ -84,17 +97,8 @@ class GroundingHead:
         return (1 / (1 + np.exp(-z))).astype(np.float32)
 
     def score(self, ce_scores, pairs: list[tuple[str, str]]) -> np.ndarray:
-        """``apply`` on (evidence, claim) pairs, reading each evidence text once."""
-        from specrag.grounding.roles import displaced, evidence_sentences
-        from specrag.grounding.spans import missing
-
-        gone = [missing(claim, ev) for ev, claim in pairs]
-        roles = None
-        if self.needs_roles:
-            read: dict[str, list] = {}
-            roles = [displaced(claim, ev, sentences=read.get(ev) or read.setdefault(
-                ev, evidence_sentences(ev))) for ev, claim in pairs]
-        return self.apply(ce_scores, gone, roles)
+        """``apply`` on (evidence, claim) pairs."""
+        return self.apply(ce_scores, *cell_inputs(pairs, roles=self.needs_roles))
 
     @classmethod
     def fit(cls, ce_scores, missing, labels, displaced=None, fitted_on: str = "",

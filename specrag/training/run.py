@@ -109,12 +109,8 @@ def train_head(settings: Settings, out: Path | None = None, n_per_source: int = 
                seed: int = 0) -> Path:
     """Fit the verifier's ``GroundingHead`` on ``dev`` pairs and write ``head.json`` beside
     the model (``out``, default the configured verifier): seconds, not an hour."""
-    import numpy as np
-
     from specrag.grounding.crossencoder import CrossEncoder
-    from specrag.grounding.head import GroundingHead
-    from specrag.grounding.roles import displaced
-    from specrag.grounding.spans import missing
+    from specrag.grounding.head import GroundingHead, cell_inputs
     from specrag.training import data
 
     ce = CrossEncoder(settings, "verifier", model=str(out) if out else None).warm_up()
@@ -124,8 +120,7 @@ def train_head(settings: Settings, out: Path | None = None, n_per_source: int = 
     words = settings.verify.evidence_words
     _log(f"scoring {len(pairs)} dev pairs")
     scores = ce.predict([(select(p.premise, p.hypothesis, words), p.hypothesis) for p in pairs])
-    gone = np.array([missing(p.hypothesis, p.premise) for p in pairs])
-    roles = np.array([displaced(p.hypothesis, p.premise) for p in pairs])
+    gone, roles = cell_inputs([(p.premise, p.hypothesis) for p in pairs])
     counts = {s: sum(p.source == s for p in pairs) for s in HEAD_SOURCES}
     head = GroundingHead.fit(scores, gone, [p.label for p in pairs], roles,
                              fitted_on="dev pairs: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
