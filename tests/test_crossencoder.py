@@ -156,3 +156,27 @@ def test_served_verifier_follows_the_passage_not_the_world_nor_another_role(sett
     assert grounded("Catherine O'Hara directed Beetlejuice.", film) < t  # cast, not director
     asked = "When was the tower completed?"
     assert grounded("1889.", tower, asked) >= t > grounded("1887.", tower, asked)
+
+
+def test_pairs_are_batched_by_length_so_short_ones_are_not_padded_to_long_ones():
+    from specrag.grounding.crossencoder import length_batches
+
+    sizes = [120, 50, 59, 98, 65, 106, 91, 96, 99]
+    order = np.argsort(sizes, kind="stable")
+    batches = length_batches(order, sizes, batch_size=32)
+    assert [sorted(sizes[i] for i in b) for b in batches] == [[50, 59, 65], [91, 96, 98, 99, 106, 120]]
+    assert sorted(int(i) for b in batches for i in b) == list(range(len(sizes)))  # each once
+    assert [len(b) for b in length_batches(order, [10] * 9, batch_size=4)] == [4, 4, 1]
+
+
+def test_length_batching_leaves_the_scores_as_they_were(settings):
+    import specrag.grounding.crossencoder as ce_module
+
+    ce = CrossEncoder(settings, "verifier").warm_up()
+    pairs = SUPPORTED + UNSUPPORTED + [(p + " " + p + " " + p, h) for p, h in SUPPORTED]
+    split = ce.predict(pairs)
+    one = ce._onnx_batch(pairs)  # every pair padded to the longest, as before
+    assert len(ce_module.length_batches(np.argsort([len(a) + len(b) for a, b in pairs]),
+                                        [len(a) + len(b) for a, b in pairs], 32)) > 1
+    # dynamic int8 quantisation scales per batch: the same pair moves by far less than a step
+    assert np.abs(split - one).max() < 0.02

@@ -7,8 +7,8 @@ Backends, chosen by what the model folder holds (``backend="auto"``):
 
 - ``onnx-int8`` / ``onnx-fp32``: a folder with ``model-int8.onnx`` (what
   ``specrag train`` writes and the repository ships) and a ``tokenizer.json``;
-  ``specrag.json`` in it records the max length. Pairs are sorted by length before
-  batching so each batch pads little.
+  ``specrag.json`` in it records the max length. Pairs are sorted by length and cut
+  into batches where the length jumps (``length_batches``), so each batch pads little.
 - ``torch``: a sentence-transformers ``CrossEncoder`` for a Hub id (e.g.
   ``cross-encoder/ms-marco-MiniLM-L-6-v2``) or a local Hugging Face folder. Models
   with several labels (NLI) give P(entailment).
@@ -132,10 +132,10 @@ class CrossEncoder:
                 return (e / e.sum(axis=1, keepdims=True))[:, self._entail].astype(np.float32)
             return np.asarray(self._st.predict(pairs, batch_size=bs, convert_to_numpy=True,
                                                show_progress_bar=False), dtype=np.float32)
-        order = np.argsort([len(a) + len(b) for a, b in pairs])
+        sizes = [len(a) + len(b) for a, b in pairs]
+        order = np.argsort(sizes, kind="stable")
         out = np.empty(len(pairs), dtype=np.float32)
-        for start in range(0, len(pairs), bs):
-            idx = order[start:start + bs]
+        for idx in length_batches(order, sizes, bs):
             out[idx] = self._onnx_batch([pairs[i] for i in idx])
         return out
 
@@ -154,6 +154,25 @@ class CrossEncoder:
         order = sorted(range(len(documents)), key=lambda i: -float(scores[i]))[:top_k]
         return [{"corpus_id": i, "score": float(scores[i]),
                  **({"text": documents[i]} if return_documents else {})} for i in order]
+
+
+PAD_RATIO = 1.5  # a pair this much longer than its batch's shortest starts a new batch
+
+
+def length_batches(order, sizes, batch_size: int) -> list[np.ndarray]:
+    """``order`` (indices sorted by ``sizes``) cut into batches of at most ``batch_size``,
+    a new one starting where a pair is ``PAD_RATIO`` times its batch's first: every pair
+    is padded to its batch's longest, and a verification's 9 pairs of 50-125 tokens
+    padded as one batch cost ~20% more than as two. A second ``run`` costs ~1 ms."""
+    out, batch = [], []
+    for i in order:
+        if batch and (len(batch) == batch_size or sizes[i] > PAD_RATIO * max(1, sizes[batch[0]])):
+            out.append(np.asarray(batch))
+            batch = []
+        batch.append(int(i))
+    if batch:
+        out.append(np.asarray(batch))
+    return out
 
 
 def _identity():
