@@ -84,7 +84,8 @@ class RetrievalSettings:
 class VerifySettings:
     # grounding alone (no question, or acceptance off) and each sentence's mark: `specrag
     # calibrate` (precision 0.95 on 2,632 dev drafts of seven sources incl. the hard sets;
-    # recall 0.70; 0.36 before the head weighed names in another role) for the shipped verifier and its head
+    # recall 0.70; 0.36 before the head weighed names in another role) for the shipped
+    # verifier and its head
     threshold: float = 0.7937
     per_sentence: int = 3  # chunks per sentence after a word-overlap prefilter; 0: all
     evidence_words: int = 64  # each chunk cut to its sentences most about the claim; 0: whole

@@ -162,8 +162,9 @@ PAD_RATIO = 1.5  # a pair this much longer than its batch's shortest starts a ne
 def length_batches(order, sizes, batch_size: int) -> list[np.ndarray]:
     """``order`` (indices sorted by ``sizes``) cut into batches of at most ``batch_size``,
     a new one starting where a pair is ``PAD_RATIO`` times its batch's first: every pair
-    is padded to its batch's longest, and a verification's 9 pairs of 50-125 tokens
-    padded as one batch cost ~20% more than as two. A second ``run`` costs ~1 ms."""
+    is padded to its batch's longest: a verification's 9 pairs of 50-125 tokens padded as
+    one batch hold 19% more tokens than as two (measured: 94 -> 91 ms; a 50-chunk rerank
+    525 -> 452 ms on a 2-core Zen 4). A second ``run`` costs ~1 ms."""
     out, batch = [], []
     for i in order:
         if batch and (len(batch) == batch_size or sizes[i] > PAD_RATIO * max(1, sizes[batch[0]])):
