@@ -42,14 +42,15 @@ def save_jsonl(files, path: Path, rows: list[dict]) -> None:
 
 def collect(engine, questions, collection: str, rows_path: Path, files, *,
             progress: bool = True, max_cost_usd: float | None = None,
-            spent_usd: float = 0.0) -> list[dict]:
+            spent_usd: float = 0.0, policies=POLICIES) -> list[dict]:
     """Rows for every (question, policy), skipping those already in ``rows_path``; stops
     before the next question once ``max_cost_usd`` is spent (question writing included
-    through ``spent_usd``)."""
+    through ``spent_usd``). ``policies``: which answers each question gets (the distilled
+    draft's held-out replay asks for ``draft-only`` alone)."""
     rows = load_jsonl(files, rows_path)
     done = {(r["id"], r["policy"]) for r in rows}
     spent = spent_usd + sum(r.get("cost_usd") or 0.0 for r in rows)
-    todo = [q for q in questions if any((q.id, p) not in done for p in POLICIES)]
+    todo = [q for q in questions if any((q.id, p) not in done for p in policies)]
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc="answer",
                unit="question", disable=not progress)
     for q in todo:
@@ -58,7 +59,7 @@ def collect(engine, questions, collection: str, rows_path: Path, files, *,
                       f"{len(questions)} questions answered")
             break
         asked = Question(q.id, q.question, (q.answer,), q.source)
-        for policy in POLICIES:
+        for policy in policies:
             if (q.id, policy) in done:
                 continue
             row = asyncio.run(answer_row(engine, asked, policy, collection))

@@ -147,6 +147,18 @@ def router(by_train: dict, by_held: dict, tuned_train: dict, tuned_held: dict) -
             "draft_share": len(drafted) / max(1, len(p))}
 
 
+def replay_held(rows: list[dict], verifier, model=None, bar: float | None = None) -> dict:
+    """The block for held-out ``rows`` (e.g. drafts of a distilled model): their served
+    verdicts, or ``model`` at ``bar`` when the collection runs a tuned acceptance."""
+    rows = scored(rows)
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["policy"], []).append(r)
+    if model is not None:
+        by = accepted_under(by, verdict_features(rows, verifier), model, bar)
+    return block(by)
+
+
 def fit(rows: list[dict], questions, verifier, steps: list[str], target: float = 0.9) -> dict:
     held = {q.id for q in questions if held_out(q)}
     rows = scored(rows)

@@ -3,16 +3,16 @@
 A tuned collection has ``DATA_DIR/tuning/NAME/tuned.json``: ``{"settings": {dotted key:
 value}, "tuned_at": ..., "steps": [...]}``. Only the keys in ``TUNABLE`` may appear
 (an unknown one is an error, as in a settings file): the acceptance model and its bar,
-the router and its bar, and the policy. ``settings_for(settings, name)`` is the
+the router and its bar, the policy, and the draft model (a distilled GGUF). ``settings_for(settings, name)`` is the
 settings a question to that collection runs under; ``view(engine, name)`` is the
 engine for it: the same loaded models and hooks (``engine.replace``) with the tuned
-verifier and router, cached per collection until the file changes.
+verifier and router (and its own draft tier when the tune distilled one), cached per
+collection until the file changes.
 
 A per-call ``policy`` still wins over a tuned ``generation.policy``; explicit settings
 (file or env) do not: the tune's values are the collection's, set later and on purpose.
 
-Deliberately not here: choosing the values (``tune.fit``) or a per-collection draft
-model (no distilled model is written yet).
+Deliberately not here: choosing the values (``tune.fit``, ``tune.distill``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from specrag.settings import Settings
 from specrag.types import SpecragError
 
 TUNABLE = ("verify.acceptance", "verify.answer_threshold", "routing.model",
-           "routing.threshold", "generation.policy")
+           "routing.threshold", "generation.policy", "models.draft")
 _lock = threading.Lock()
 
 
@@ -101,6 +101,13 @@ def view(engine, collection: str | None):
         if v is not None and tuned.verify.acceptance != engine.settings.verify.acceptance:
             changes["verifier"] = v.with_acceptance(tuned.verify.acceptance,
                                                     tuned.verify.answer_threshold)
+        if tuned.models.draft != engine.settings.models.draft:
+            from specrag.resilience.chains import tier_from_settings
+
+            # the collection's distilled draft; every other collection keeps the base one
+            draft = tier_from_settings("draft", tuned)
+            draft.warm_up()
+            changes["draft"] = draft
         out = engine.replace(**changes)
         out.tuned_for = name  # a view does not look itself up again
         cache[name] = (stamp, out)

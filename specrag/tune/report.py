@@ -13,7 +13,7 @@ from pathlib import Path
 
 from specrag.bench.e2e_report import _fmt, html_page
 
-ROWS = ("heavy_only", "before", "calibrate", "router", "after")
+ROWS = ("heavy_only", "before", "calibrate", "router", "distill", "after")
 
 
 def to_markdown(r: dict) -> str:

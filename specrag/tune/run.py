@@ -11,15 +11,19 @@
    held-out split; the steps that help are written to ``tuned.json``
    (``tune.profile``), which the engine applies to that collection from then on and
    ``specrag config show --collection NAME`` shows;
-4. **report**: ``report.json``/``report.md`` (and ``report.html`` with plotly bars):
+4. **distill** (``tune.distill``): the draft model fine-tuned (LoRA, merged, quantised by
+   llama.cpp) on the training split's heavy references, written to ``draft.gguf``; the
+   held-out questions are drafted again with it (``rows-distilled.jsonl``) and it becomes
+   the collection's ``models.draft`` only if that replay is better, like every step;
+5. **report**: ``report.json``/``report.md`` (and ``report.html`` with plotly bars):
    ``before``, one block per step, ``after`` (the settings written), seconds per step.
 
 Generated questions and answers live under DATA_DIR like the audit samples; with
 ``security.encrypt`` on they are written through ``security.crypto.DataFiles``.
 Only an admin of the collection may tune it (``access.authorize(..., "admin")``).
 
-Deliberately not here: draft distillation (``distill`` is refused with a clear
-message: no fine-tuned draft is produced by this version).
+Deliberately not here: the steps' own work (``tune.questions``, ``tune.collect``,
+``tune.fit``, ``tune.distill``).
 """
 
 from __future__ import annotations
@@ -35,16 +39,12 @@ from specrag.tune.collect import collect, load_jsonl, save_jsonl
 from specrag.tune.questions import TuneQuestion, accept, kind_for, sample, write_one
 from specrag.types import SpecragError
 
-STEPS = ("calibrate", "router")
-NOT_YET = {"distill": "draft distillation is not available in this version of specrag: "
-                      "tune with --steps calibrate,router"}
+STEPS = ("calibrate", "router", "distill")
 
 
 def check_steps(steps) -> list[str]:
     steps = [s.strip() for s in steps if s.strip()]
     for s in steps:
-        if s in NOT_YET:
-            raise SpecragError(NOT_YET[s])
         if s not in STEPS:
             raise SpecragError(f"unknown tune step '{s}'; choose from {', '.join(STEPS)}")
     return steps or list(STEPS)
@@ -84,7 +84,7 @@ def _questions(engine, store, collection, n, seed, path, files, progress) -> tup
 
 def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEPS,
          max_cost_usd: float | None = None, target_precision: float = 0.9, seed: int = 0,
-         engine=None, principal=None, progress: bool = True) -> dict:
+         engine=None, principal=None, progress: bool = True, epochs: int = 2) -> dict:
     """Tune ``collection``; returns the report (also written beside ``tuned.json``)."""
     from specrag.pipeline.build import build_engine
 
@@ -131,6 +131,14 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
         values["routing.threshold"] = rt["threshold"]
         values["generation.policy"] = "routed"
         after = rt
+    if "distill" in steps:
+        t = time.perf_counter()
+        report["distill"], draft_path = _distill(engine, qs, rows, collection, folder, files,
+                                                 report, values, acceptance, epochs, progress)
+        seconds["distill"] = round(time.perf_counter() - t, 1)
+        if draft_path and fitting.better(report["distill"], after):
+            values["models.draft"] = draft_path
+            after = report["distill"]
     if values:
         profile.write(settings, collection, values, steps)
     report.update({"collection": collection, "steps": steps, "after": after,
@@ -141,3 +149,32 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
 
     write(report, folder)
     return report
+
+
+def _distill(engine, qs, rows, collection, folder, files, report, values, acceptance,
+             epochs, progress) -> tuple[dict, str | None]:
+    """Distil on the training split; replay held out with the distilled draft under the
+    acceptance the collection will run with. Returns (block, model path or None)."""
+    from specrag.resilience.chains import tier_from_settings
+    from specrag.tune.distill import distill
+    from specrag.tune.questions import held_out
+
+    train = [q for q in qs if not held_out(q)]
+    held = [q for q in qs if held_out(q)]
+    stats = distill(engine, train, rows, collection, folder, epochs=epochs, progress=progress)
+    if not stats.get("path"):
+        return {"skipped": stats.get("skipped", "no model"), **stats}, None
+    tuned = engine.settings.with_values(**{"models.draft": stats["path"]})
+    student = engine.replace(settings=tuned, draft=tier_from_settings("draft", tuned))
+    student.tuned_for = collection
+    student.warm_up()
+    new = collect(student, held, collection, folder / "rows-distilled.jsonl", files,
+                  progress=progress, policies=("draft-only",))
+    by_id = {r["id"]: r for r in new}
+    held_ids = {q.id for q in held}
+    replay = [r for r in rows if r["id"] in held_ids and r["policy"] == "heavy-only"]
+    replay += [by_id[r["id"]] for r in rows if r["policy"] == "draft-only" and r["id"] in by_id]
+    block = fitting.replay_held(replay, student.verifier,
+                                acceptance if "verify.acceptance" in values else None,
+                                values.get("verify.answer_threshold"))
+    return {**block, **stats}, stats["path"]

@@ -23,10 +23,13 @@ from specrag.types import SpecragError, one_line
 
 
 class Tuner:
-    def __init__(self, settings, engines, questions: int = 40):
+    def __init__(self, settings, engines, questions: int = 40, steps=None):
+        from specrag.tune.run import STEPS
+
         self.settings = settings
         self.engines = engines
         self.questions = questions
+        self.steps = list(steps or STEPS)  # all, distillation included, as the CLI
         self._jobs: dict[str, dict] = {}
         self._lock = threading.Lock()
 
@@ -53,7 +56,7 @@ class Tuner:
             if not isinstance(engine, SpeculativeRAG):
                 raise SpecragError("this app's engine cannot be tuned")
             tune(self.settings, collection, questions=self.questions, engine=engine,
-                 principal=who, progress=False)
+                 principal=who, progress=False, steps=self.steps)
         except Exception as exc:  # noqa: BLE001 - shown to the admin, the app goes on
             job["error"] = one_line(exc)
 

@@ -1,0 +1,132 @@
+"""A llama.cpp GGUF model in and out of torch: load it to train, write the trained one back.
+
+- ``load_for_training(path)``: the GGUF's weights dequantised into a transformers model
+  (transformers' own GGUF loader, which needs the ``gguf`` package) and its tokenizer.
+- ``write_merged(base, out, deltas)``: a float16 GGUF with every tensor of ``base``
+  (metadata copied: architecture, tokenizer, chat template) and ``deltas`` added to the
+  tensors they name (``model.layers.3.self_attn.q_proj`` -> ``blk.3.attn_q.weight``).
+  Working from the base file's own tensors, not from transformers' copy, means nothing
+  goes through a name or layout mapping except the few tensors that changed.
+- ``quantize(f16, out, ftype)``: llama.cpp's own ``llama_model_quantize``, in a child
+  process: a crash in native code fails the tune step with a message, not the caller.
+  ``ftype`` defaults to the base file's (``general.file_type``), so the distilled model
+  has the base model's size and speed.
+
+Deliberately not here: training (``tune.lora``), choosing examples (``tune.distill``),
+architectures other than llama.cpp's ``qwen2``/``llama`` naming of attention tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from specrag.types import SpecragError
+
+_HF = re.compile(r"^model\.layers\.(\d+)\.(self_attn|mlp)\.(\w+)$")
+_GGUF_NAMES = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v",
+               "o_proj": "attn_output", "gate_proj": "ffn_gate", "up_proj": "ffn_up",
+               "down_proj": "ffn_down"}
+F16 = 1  # llama_ftype MOSTLY_F16
+
+
+def require_gguf():
+    try:
+        import gguf
+    except ImportError:
+        raise SpecragError("draft distillation reads and writes GGUF files with the gguf "
+                           "package: pip install gguf==0.19.0") from None
+    return gguf
+
+
+def gguf_name(module: str) -> str:
+    """``model.layers.3.self_attn.q_proj`` -> ``blk.3.attn_q.weight``."""
+    m = _HF.match(module)
+    if not m or m[3] not in _GGUF_NAMES:
+        raise SpecragError(f"no GGUF tensor for module '{module}'")
+    return f"blk.{m[1]}.{_GGUF_NAMES[m[3]]}.weight"
+
+
+def load_for_training(path: Path):
+    """(transformers causal LM in float32, its tokenizer) from a GGUF file."""
+    require_gguf()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(path)
+    tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                                 dtype=torch.float32)
+    return model, tok
+
+
+def file_type(path: Path) -> int:
+    gguf = require_gguf()
+    field = gguf.GGUFReader(str(path)).fields.get("general.file_type")
+    return int(field.contents()) if field is not None else F16
+
+
+def write_merged(base: Path, out: Path, deltas: dict) -> dict:
+    """Write ``base`` with ``deltas`` (module name -> (out, in) array) added, as float16
+    (1-D tensors as float32, as llama.cpp's converter writes them). Returns what changed."""
+    gguf = require_gguf()
+    from gguf.quants import dequantize
+
+    reader = gguf.GGUFReader(str(base))
+    arch = reader.fields["general.architecture"].contents()
+    want = {gguf_name(k): np.asarray(v, dtype=np.float32) for k, v in deltas.items()}
+    writer = gguf.GGUFWriter(str(out), arch=arch, endianess=reader.endianess)
+    for field in reader.fields.values():
+        # the writer writes these itself; the file type is F16 until llama.cpp quantises it
+        if field.name == "general.architecture" or field.name.startswith("GGUF."):
+            continue
+        kind = field.types[0]
+        sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        value = F16 if field.name == "general.file_type" else field.contents()
+        writer.add_key_value(field.name, value, kind, sub_type=sub)
+    changed = {}
+    for t in reader.tensors:
+        w = dequantize(t.data, t.tensor_type).reshape([int(n) for n in reversed(t.shape)])
+        if t.name in want:
+            d = want.pop(t.name)
+            if d.shape != w.shape:
+                raise SpecragError(f"{t.name}: update {d.shape} does not fit the weight {w.shape}")
+            changed[t.name] = float(np.abs(d).mean() / max(1e-12, float(np.abs(w).mean())))
+            w = w + d
+        writer.add_tensor(t.name, w.astype(np.float32 if w.ndim == 1 else np.float16))
+    if want:
+        raise SpecragError(f"{base} has no tensor {sorted(want)[0]}")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return changed
+
+
+def quantize(src: Path, out: Path, ftype: int, *, threads: int = 0, timeout: float = 1800) -> None:
+    """``llama_model_quantize(src, out, ftype)`` in a child process."""
+    args = json.dumps([str(src), str(out), int(ftype), int(threads)])
+    proc = subprocess.run([sys.executable, "-m", "specrag.tune.gguf_model", args],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0 or not Path(out).is_file():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise SpecragError(f"llama.cpp could not quantize {src.name} (exit {proc.returncode}): "
+                           + " | ".join(tail))
+
+
+def _quantize_here(src: str, out: str, ftype: int, threads: int) -> int:
+    import llama_cpp
+
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = ftype
+    params.nthread = threads
+    return llama_cpp.llama_model_quantize(src.encode(), out.encode(), params)
+
+
+if __name__ == "__main__":  # the child of ``quantize``
+    sys.exit(_quantize_here(*json.loads(sys.argv[1])))

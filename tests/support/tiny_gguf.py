@@ -1,0 +1,60 @@
+"""A tiny random qwen2 GGUF with the real draft model's tokenizer, for distillation tests.
+
+Two layers, width 64: transformers and llama.cpp both load it in a second, so a test can
+train, merge, write and quantise through the real code paths and compare the two
+runtimes' logits. The tokenizer, chat template and the rest of the metadata are copied
+from the shipped draft GGUF, so prompts tokenise as in production.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+SHAPE = {"block_count": 2, "embedding_length": 64, "feed_forward_length": 128,
+         "attention.head_count": 4, "attention.head_count_kv": 2, "context_length": 1024}
+
+
+def write_tiny_qwen2(real: Path, out: Path, seed: int = 0) -> Path:
+    import gguf
+
+    reader = gguf.GGUFReader(str(real))
+    writer = gguf.GGUFWriter(str(out), arch="qwen2")
+    for field in reader.fields.values():
+        if field.name == "general.architecture" or field.name.startswith("GGUF."):
+            continue
+        key = field.name.removeprefix("qwen2.")
+        kind = field.types[0]
+        sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        if key in SHAPE:
+            writer.add_key_value(field.name, SHAPE[key], kind)
+        elif field.name == "general.file_type":
+            writer.add_key_value(field.name, 0, kind)  # all F32
+        else:
+            writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
+    rng = np.random.default_rng(seed)
+    vocab = len(reader.fields["tokenizer.ggml.tokens"].data)
+    h, f, kv = 64, 128, 2 * 16
+
+    def rand(*shape):
+        return (rng.standard_normal(shape) * 0.08).astype(np.float32)
+
+    writer.add_tensor("token_embd.weight", rand(vocab, h))
+    writer.add_tensor("output.weight", rand(vocab, h))
+    writer.add_tensor("output_norm.weight", np.ones(h, np.float32))
+    for i in range(SHAPE["block_count"]):
+        b = f"blk.{i}."
+        for name, shape in (("attn_norm.weight", (h,)), ("attn_q.weight", (h, h)),
+                            ("attn_q.bias", (h,)), ("attn_k.weight", (kv, h)),
+                            ("attn_k.bias", (kv,)), ("attn_v.weight", (kv, h)),
+                            ("attn_v.bias", (kv,)), ("attn_output.weight", (h, h)),
+                            ("ffn_norm.weight", (h,)), ("ffn_gate.weight", (f, h)),
+                            ("ffn_up.weight", (f, h)), ("ffn_down.weight", (h, f))):
+            writer.add_tensor(b + name, np.ones(shape, np.float32) if "norm" in name
+                              else rand(*shape))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
