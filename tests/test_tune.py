@@ -221,6 +221,36 @@ def test_the_app_tunes_in_the_background_and_shows_the_report(settings, embedder
     tuner.wait("hb", 120)
     assert tuner.status("hb").startswith("# Tune of collection `hb`")
     assert eng.tuned_for is None  # the app's engine itself is not changed
+    # the Metrics tab lists the report and serves a copy of its plotly page
+    from specrag.ui.tuning import reports
+
+    text, pages = reports(settings)
+    assert text.startswith("# Tune of collection `hb`") and len(pages) == 1
+    assert "plotly" in open(pages[0], encoding="utf-8").read()
+
+
+def test_tune_reports_show_only_collections_the_user_may_read(tmp_path):
+    from specrag.tune.report import write
+    from specrag.ui.tuning import reports
+
+    import yaml
+
+    users = tmp_path / "users.yaml"
+    add_user(users, "ana", "viewer", "ana-pw-123456")
+    data = yaml.safe_load(users.read_text())
+    data["collections"] = {"hr": {"read": ["ana"], "write": []}}  # legal: admins only
+    users.write_text(yaml.safe_dump(data))
+    s = make_settings(tmp_path / "data", **{"security.users_file": str(users)})
+    block = {"acceptance_rate": 0.5, "accepted_precision": 1.0, "correct": 0.75,
+             "total_p50_ms": 900.0, "heavy_tokens": 100}
+    for name in ("hr", "legal"):
+        folder = profile.folder(s, name)
+        folder.mkdir(parents=True)
+        write({"collection": name, "questions": {"train": 4, "held_out": 2}, "heavy": "h",
+               "draft": "d", "cost_usd": 0.0, "before": block, "after": block,
+               "settings_written": {}, "seconds": {"fit": 0.1}}, folder)
+    text, pages = reports(s, Principal("ana", "viewer"))
+    assert "`hr`" in text and "legal" not in text and len(pages) == 1
 
 
 def test_the_app_refuses_a_tune_by_an_editor(tmp_path):

@@ -4,7 +4,7 @@
 session's usage and budget (``Service.usage(by=..., session=...)``,
 ``Service.budget_status``), every session's usage by session, model and collection, and
 the quality audit's summary and recent samples (``AuditStore``: faithfulness, context
-relevance). The ``*_markdown`` and ``*_rows`` functions render it; ``build_tab`` lays the
+relevance), and the last ``specrag tune`` report of each collection (``ui.tuning.reports``). The ``*_markdown`` and ``*_rows`` functions render it; ``build_tab`` lays the
 tab out with a refresh button and registers the ``/metrics`` API endpoint (-> the
 snapshot as a dict). With a users file only admins may see it (``allowed``: the
 ``admin`` access check); in single-user local mode everyone does.
@@ -146,7 +146,10 @@ def build_tab(engines, settings, gr, who):
         return snapshot(engines, getattr(request, "session_hash", None), fallback=fallback)
 
     def refresh(request: gr.Request):
-        return render(data_for(request))
+        from specrag.ui.tuning import reports
+
+        text, pages = reports(settings, who(request))
+        return (*render(data_for(request)), text, pages or None)
 
     def metrics(request: gr.Request = None) -> dict:
         """Usage from the ledger (this session, all sessions by session, model and
@@ -173,7 +176,11 @@ def build_tab(engines, settings, gr, who):
     recent = gr.Dataframe(headers=AUDIT_HEADERS, interactive=False, wrap=True,
                           label="Recent audited answers", elem_id="sr-audit-recent",
                           max_height=360)
-    outputs = [session, sessions, models, collections, audit, recent]
+    gr.Markdown("### Tuned collections")
+    tuned = gr.Markdown(elem_id="sr-tune-reports")
+    pages = gr.File(label="Tune reports (plotly pages: download and open)", file_count="multiple",
+                    interactive=False, elem_id="sr-tune-pages")
+    outputs = [session, sessions, models, collections, audit, recent, tuned, pages]
     button.click(refresh, None, outputs, api_visibility="private", show_progress="minimal")
     gr.api(metrics, api_name="metrics")
     return refresh, outputs

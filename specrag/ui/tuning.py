@@ -15,6 +15,7 @@ Deliberately not here: the steps (``specrag.tune``) and the layout (``ui.documen
 # hints at runtime (see ``ui.documents``)
 import threading
 import time
+from pathlib import Path
 
 from specrag.security.access import authorize
 from specrag.security.sanitize import safe_markdown
@@ -76,15 +77,48 @@ class Tuner:
             files = DataFiles(self.settings)
             qs = len(load_jsonl(files, folder / "questions.jsonl"))
             rows = len(load_jsonl(files, folder / "rows.jsonl"))
+            stage = ("distilling the draft model (tens of minutes on a small CPU)"
+                     if (folder / "draft-f16.gguf").exists() or qs and rows >= 2 * qs
+                     and "distill" in self.steps else "")
             return (f"Tuning **{safe_markdown(collection)}** for "
                     f"{time.time() - job['started']:.0f} s: {qs} questions written, "
-                    f"{rows} answers collected. Chat keeps working meanwhile.")
+                    f"{rows} answers collected{'; ' + stage if stage else ''}. "
+                    "Chat keeps working meanwhile.")
         if job and job["error"]:
             return f"The last tune of {safe_markdown(collection)} failed: {safe_markdown(job['error'])}"
         report = folder / "report.md"
         if report.is_file():
             return report.read_text(encoding="utf-8")
         return f"{safe_markdown(collection)} has not been tuned yet."
+
+
+_pages: Path | None = None
+
+
+def reports(settings, who=None) -> tuple[str, list[str]]:
+    """The last tune report of every collection ``who`` may read (markdown), and a copy of
+    each one's plotly page in the temporary folder, where the app may serve it."""
+    import shutil
+    import tempfile
+
+    root = settings.data_path / "tuning"
+    parts, pages = [], []
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+        if not (folder / "report.md").is_file():
+            continue
+        try:
+            authorize(settings, "read", folder.name, who)
+        except SpecragError:
+            continue  # a collection this user may not read: not even its name
+        parts.append(folder.joinpath("report.md").read_text(encoding="utf-8"))
+        if (folder / "report.html").is_file():
+            global _pages
+            _pages = _pages or Path(tempfile.mkdtemp(prefix="specrag-tune-"))  # private (0700)
+            page = _pages / f"{folder.name}.html"
+            shutil.copyfile(folder / "report.html", page)
+            pages.append(str(page))
+    return ("\n".join(parts) or "No collection has been tuned yet (`specrag tune`, or "
+            "Documents > Tune this collection)."), pages
 
 
 def build_section(tuner: Tuner, collection, gr, who) -> None:
