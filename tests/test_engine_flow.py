@@ -1,12 +1,19 @@
 """Control flow of the speculative engine with deterministic fakes (no models)."""
 
 import asyncio
+import re
 
 import pytest
 
 from specrag.pipeline.events import KINDS
 from specrag.types import SpecragError
 from tests.support.fakes import TEXTS, FakeRetriever, engine
+
+
+def in_order(kinds) -> bool:
+    """Events come in ``KINDS`` order; a sentence check arrives among the draft's tokens."""
+    rank = [KINDS.index("draft_token" if k == "sentence_checked" else k) for k in kinds]
+    return rank == sorted(rank)
 
 
 async def events_of(eng, q="How much annual leave?", **kw):
@@ -18,7 +25,7 @@ def test_accepted_draft_is_the_answer_and_events_are_ordered(tmp_path):
     evs = asyncio.run(events_of(eng))
     kinds = [e.kind for e in evs]
     assert kinds[0] == "retrieved" and kinds[-1] == "final"
-    assert [KINDS.index(k) for k in kinds] == sorted(KINDS.index(k) for k in kinds)
+    assert in_order(kinds)
     assert "heavy_token" not in kinds and heavy.calls == []
     ans = evs[-1].answer
     assert ans.tier == "draft" and ans.accepted and ans.verdict.score == 1.0
@@ -190,7 +197,7 @@ def test_a_sentence_that_sinks_the_draft_stops_it_and_the_heavy_tier_answers(tmp
     assert len(tokens) < 20 and ans.draft.text.count("More") < 15  # stopped early
     assert "early_reject" in ans.timings_ms and ans.to_dict()["early_rejected"]["score"] < 0.5
     kinds = [e.kind for e in evs]
-    assert [KINDS.index(k) for k in kinds] == sorted(KINDS.index(k) for k in kinds)
+    assert in_order(kinds)
     # draft-only keeps the whole draft (nothing to escalate to), and so does the setting off
     only = asyncio.run(eng.aask("How much annual leave?", policy="draft-only"))
     assert only.early_rejected is None and only.draft.text.endswith("More.")
@@ -205,6 +212,31 @@ def test_a_grounded_first_sentence_lets_the_draft_finish(tmp_path):
     ans = asyncio.run(eng.aask("How much annual leave?", policy="lazy"))
     assert ans.early_rejected is None and ans.draft.text.endswith("30 days [2].")
     assert draft.cancelled == 0
+
+
+def test_sentences_checked_while_drafting_are_marked_on_the_page(tmp_path):
+    from specrag.ui.chat import Turn, render_turn
+
+    reply = ("Employees receive 25 days of paid annual leave per year [1]. "
+             + " ".join(["Staff"] * 30) + " get forty weeks of sabbatical.")
+    eng, draft, heavy = engine(tmp_path, reply, delay=0.02, **{"verify.acceptance": "off"})
+    evs = asyncio.run(events_of(eng, policy="lazy"))
+    kinds = [e.kind for e in evs]
+    assert in_order(kinds)
+    checked = [e for e in evs if e.kind == "sentence_checked"]
+    assert [e.text for e in checked] == ["Employees receive 25 days of paid annual leave per year."]
+    assert checked[0].verdict.sentences[0].score >= eng.verifier.threshold
+    # the page, replayed up to the first token after the check: that sentence is green
+    turn = Turn("How much annual leave?")
+    for e in evs[:kinds.index("sentence_checked") + 2]:
+        turn.apply(e)
+    html = render_turn(turn)
+    assert turn.stage == "drafting" and '<span class="sr-live sr-pass"' in html
+    assert re.search(r'<span class="sr-live sr-pass"[^>]*>Employees receive 25 days of paid '
+                     r"annual leave per year \[1\]\.</span> Staff", html)
+    for e in evs:  # the whole verdict replaces the live marks
+        turn.apply(e)
+    assert "sr-live" not in render_turn(turn)
 
 
 def test_sinks_is_exact_for_min_and_never_for_mean(tmp_path):

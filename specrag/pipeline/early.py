@@ -15,8 +15,9 @@ sentences") 3 of 176 drafts had a second sentence, so this saves little today; i
 with longer drafts (a larger ``generation.draft_max_tokens``, another draft prompt).
 
 Deliberately not here: cancelling the draft and escalating (``phases``), the verdict of
-the whole draft (``Verifier.verify``, run as before once the draft ends), and marking
-sentences on the page while the draft streams (the verdict marks them at the end).
+the whole draft (``Verifier.verify``, run as before once the draft ends). Each finished
+check is also handed out (``checked``): the engine yields it as a ``sentence_checked``
+event and the page colours that sentence while the rest still streams.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class SentenceWatch:
         self.chunks = list(chunks)
         self._started = 0  # sentences handed to the verifier so far
         self._tasks: list[asyncio.Task] = []
+        self._fresh: list = []  # finished checks not yet handed out by ``checked``
 
     def feed(self, text: str) -> None:
         done = claims(text)[:-1]  # the last sentence may still grow
@@ -44,16 +46,24 @@ class SentenceWatch:
         self._started = max(self._started, len(done))
 
     def sunk(self):
-        """The first checked sentence that rules the draft out, or None."""
+        """The first checked sentence that rules the draft out, or None. Every check that
+        finished is also kept for ``checked()``."""
         for task in [t for t in self._tasks if t.done()]:
             self._tasks.remove(task)
             if task.exception() is not None:  # a failed check decides nothing early
                 continue
             v = task.result()
             sentence = v.sentences[0] if v.sentences else None
-            if sentence is not None and self.verifier.sinks(sentence.score):
-                return sentence
+            if sentence is not None:
+                self._fresh.append(v)
+                if self.verifier.sinks(sentence.score):
+                    return sentence
         return None
+
+    def checked(self) -> list:
+        """The one-sentence verdicts finished since the last call (the page marks them)."""
+        out, self._fresh = self._fresh, []
+        return out
 
     async def close(self) -> None:
         """Wait for checks still running (their threads cannot be interrupted)."""

@@ -3,7 +3,10 @@
 The UI, CLI and benchmark only render these records. ``StageEvent.kind`` is one of
 ``KINDS``, in this order for a single question (stages a policy skips are absent):
 rewritten (a follow-up's standalone question in ``text``, ``pipeline.followup``),
-retrieved, routed (``routed`` policy: the router's ``Route``), draft_token*, draft_done, verdict, rerank_done, heavy_token*, heavy_done,
+retrieved, routed (``routed`` policy: the router's ``Route``), draft_token* (with
+sentence_checked among them: one draft sentence verified while the rest streams, its
+one-sentence ``Verdict`` in ``verdict``, ``pipeline.early``), draft_done, verdict,
+rerank_done, heavy_token*, heavy_done,
 heavy_verdict (the heavy answer checked against its chunks, ``verify.check_heavy``),
 final; ``draft_failed`` (its ``text`` says why) takes the place of draft_done and verdict
 when the draft's generation fails and the heavy tier answers instead. ``t_ms`` is
@@ -21,8 +24,9 @@ from specrag.grounding.verifier import SentenceVerdict, Verdict
 from specrag.routing.router import Route
 from specrag.types import Chunk, Hit
 
-KINDS = ("rewritten", "retrieved", "routed", "draft_token", "draft_done", "draft_failed", "verdict", "rerank_done",
-         "heavy_token", "heavy_done", "heavy_verdict", "final")
+KINDS = ("rewritten", "retrieved", "routed", "draft_token", "sentence_checked", "draft_done",
+         "draft_failed", "verdict", "rerank_done", "heavy_token", "heavy_done", "heavy_verdict",
+         "final")
 POLICIES = ("lazy", "eager", "routed", "draft-only", "heavy-only")
 
 

@@ -205,7 +205,11 @@ class QuestionRun:
             yield StageEvent(f"{stage}_token", self.clock(), text=item)
             if watch is not None:
                 watch.feed("".join(parts))
-                if (sunk := watch.sunk()) is not None:
+                sunk = watch.sunk()
+                for checked in watch.checked():  # coloured on the page as they finish
+                    yield StageEvent("sentence_checked", self.clock(),
+                                     text=checked.sentences[0].sentence, verdict=checked)
+                if sunk is not None:
                     self.early_rejected = sunk
                     self.timings["early_reject"] = self.clock()
                     await items.aclose()  # cancels the model's call

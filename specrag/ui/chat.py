@@ -17,6 +17,7 @@ makes (tier, acceptance, citations all come from its events).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html import escape
 
@@ -39,6 +40,7 @@ class Turn:
     draft_error: str = ""  # the draft's generation failed; the heavy tier answers
     note: str = ""  # shown while nothing has arrived yet (e.g. "loading models")
     route: object = None  # the router's decision (``routed`` policy)
+    checked: list = field(default_factory=list)  # (sentence, passed) verified while drafting
     searched_for: str = ""  # a follow-up's standalone rewrite
     _seen: set = field(default_factory=set)  # event kinds so far
 
@@ -55,6 +57,8 @@ class Turn:
             self.note = f"{len(self.hits)} passages retrieved · {ev.route.label} · generating…"
         elif ev.kind == "draft_token":
             self.draft += ev.text
+        elif ev.kind == "sentence_checked":
+            self.checked.append((ev.text, ev.verdict.sentences[0].score >= ev.verdict.threshold))
         elif ev.kind == "draft_done":
             self.draft = ev.draft.text
             self.draft_model = getattr(ev.draft.usage, "model", "") if ev.draft.usage else ""
@@ -263,7 +267,8 @@ def render_turn(turn: Turn) -> str:
         failed = (f'<p class="sr-draft-error">{escape(turn.draft_error)}</p>'
                   if turn.draft_error else "")
         text = turn.answer.text if final and _withheld(turn) else turn.draft
-        cards.append(_card("draft", badge, cls, turn.draft_model, _text(text) + failed,
+        shown = _marked(text, turn.checked) if turn.verdict is None else _text(text)
+        cards.append(_card("draft", badge, cls, turn.draft_model, shown + failed,
                            stage == "drafting" and not failed, final, verdict_html(turn)))
     if turn.escalated or heavy_only or (done and turn.answer.tier == "heavy"):
         heavy = turn.answer.text if done and _withheld(turn) else turn.heavy
@@ -290,6 +295,26 @@ def render_turn(turn: Turn) -> str:
             f'{route}<div class="sr-answers{cols}">{body}</div>{error}'
             f"{warnings_html(turn.answer)}{citations_html(turn.answer)}"
             f"{meta_line(turn.answer)}</article>")
+
+
+_TAIL = re.compile(r"(?:\s*\[\d+(?:\s*[,;]\s*\d+)*\])*[.!?]?")
+
+
+def _marked(text: str, checked: list) -> str:
+    """The streaming draft with each sentence verified so far coloured (the whole
+    verdict replaces this once the draft ends)."""
+    out = _text(text)
+    for sentence, passed in checked:
+        # the verifier saw the sentence without its citations: find its words, then take
+        # the citations and the full stop that follow them in the draft
+        core = _text(sentence.rstrip(".!?"))
+        at = out.find(core) if core else -1
+        if at < 0:
+            continue
+        end = _TAIL.match(out, at + len(core)).end()
+        out = (f'{out[:at]}<span class="sr-live sr-{"pass" if passed else "fail"}" '
+               f'title="checked while drafting">{out[at:end]}</span>{out[end:]}')
+    return out
 
 
 def _withheld(turn: Turn) -> bool:
