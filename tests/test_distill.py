@@ -224,6 +224,8 @@ def test_tune_distils_the_draft_and_the_collection_can_run_it(tiny_gguf, embedde
     d = report["distill"]
     assert d["examples"] >= 4 and sum(d["used"].values()) >= d["examples"], d["used"]
     assert d["tensors_changed"] == 4 and d["epoch_loss"][-1] < d["train_loss_before"]
+    assert len(d["held_out_loss"]) == 2 and (d["held_out_answers"] == 0) == (
+        d["held_out_loss"][0] is None)
     folder = profile.folder(s, "hb")
     assert d["path"] == str(folder / "draft.gguf") and not (folder / "draft-f16.gguf").exists()
     assert gguf_model.file_type(folder / "draft.gguf") == gguf_model.file_type(tiny_gguf)
@@ -236,9 +238,28 @@ def test_tune_distils_the_draft_and_the_collection_can_run_it(tiny_gguf, embedde
     assert kept == (d["correct"] >= report["before"]["correct"] and (
         d["total_p50_ms"] < report["before"]["total_p50_ms"]
         or d["heavy_tokens"] < report["before"]["heavy_tokens"]))
+    # a rerun with the same questions and recipe keeps the model instead of training again
+    stamp = (folder / "draft.gguf").stat().st_mtime_ns
+    again = tune(s, "hb", questions=12, engine=eng, progress=False, steps=["distill"])
+    assert again["distill"]["resumed"] and (folder / "draft.gguf").stat().st_mtime_ns == stamp
     profile.write(s, "hb", {"models.draft": d["path"]}, ["distill"])
     view = profile.view(eng, "hb")
     assert view.draft is not eng.draft and profile.view(eng, "other").draft is eng.draft
     answer = eng.ask("What does the handbook say about annual leave?", collection="hb",
                      policy="draft-only")
     assert answer.tier == "draft" and answer.draft.usage.model == "draft"  # draft.gguf
+
+
+def test_drafts_are_compared_at_one_precision():
+    from specrag.tune.fit import acceptance_at
+
+    def row(p, ok, abstained=False):
+        return {"policy": "draft-only", "draft": "x", "verdict_score": p, "draft_right": ok,
+                "abstained": abstained}
+
+    rows = [row(0.9, True), row(0.8, True), row(0.7, False), row(0.6, True),
+            row(0.95, True, abstained=True), {"policy": "heavy-only"}]
+    assert acceptance_at(rows, 1.0) == 2 / 5  # the two best are right: 0.9 and 0.8
+    assert acceptance_at(rows, 0.75) == 4 / 5  # 3 of 4 right down to 0.6
+    assert acceptance_at([row(0.9, False)], 0.5) == 0.0
+    assert acceptance_at([], 0.5) is None

@@ -28,6 +28,7 @@ distilled model is kept (``tune.run``), GPU training (a lent GPU is never requir
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -100,8 +101,11 @@ def examples(engine, tokenizer, questions, rows: list[dict], collection: str) ->
 
 
 def distill(engine, questions, rows: list[dict], collection: str, folder: Path, *,
-            epochs: int = 2, rank: int = 8, lr: float = 2e-4, progress: bool = True) -> dict:
-    """Train, merge and quantise; returns stats and ``path`` (None when nothing to learn)."""
+            held=(), epochs: int = 2, rank: int = 8, lr: float = 2e-4,
+            progress: bool = True) -> dict:
+    """Train, merge and quantise; returns stats and ``path`` (None when nothing to learn).
+    ``held``: held-out questions whose references' loss is measured before and after
+    (never trained on)."""
     from specrag import sources
     from specrag.tune import gguf_model, lora
 
@@ -111,6 +115,14 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
                            f"tier is '{engine.settings.generation.draft}': tune with --steps "
                            "calibrate,router, or set generation.draft to llama-cpp")
     base = sources.resolve("draft", engine.settings)
+    # resumable: the same base, questions and recipe give the same model; keep it
+    recipe = {"base": str(base), "questions": sorted(q.id for q in questions),
+              "epochs": epochs, "rank": rank, "lr": lr}
+    done = folder / "distill.json"
+    if done.is_file():
+        kept = json.loads(done.read_text(encoding="utf-8"))
+        if kept.get("recipe") == recipe and kept.get("path") and Path(kept["path"]).is_file():
+            return {**kept, "resumed": True}
     t0 = time.perf_counter()
     model, tok = gguf_model.load_for_training(base)
     seconds = {"load": round(time.perf_counter() - t0, 1)}
@@ -119,9 +131,11 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
     if len(pairs) < 4:
         stats["skipped"] = f"only {len(pairs)} usable reference answers (at least 4 needed)"
         return stats
+    checks, _ = examples(engine, tok, held, rows, collection)
     lora.attach(model, rank=rank, alpha=2.0 * rank)
     bf16 = cpu_has_bf16()
     before = lora.mean_loss(model, pairs, bf16)
+    held_before = lora.mean_loss(model, checks, bf16) if checks else None
     from tqdm import tqdm
 
     bar = tqdm(total=epochs * len(pairs), desc="distill", unit="ex", disable=not progress)
@@ -130,6 +144,7 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
                                                             bar.set_postfix(loss=f"{loss:.3f}")))
     bar.close()
     seconds["train"] = fitted["seconds"]
+    held_after = lora.mean_loss(model, checks, bf16) if checks else None
     t = time.perf_counter()
     f16 = folder / "draft-f16.gguf"
     changed = gguf_model.write_merged(base, f16, {k: v.numpy() for k, v in lora.deltas(model).items()})
@@ -141,8 +156,11 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
     f16.unlink(missing_ok=True)
     seconds["merge_quantize"] = round(time.perf_counter() - t, 1)
     stats.update({"path": str(out), "train_loss_before": before,
+                  "held_out_loss": [held_before, held_after], "held_out_answers": len(checks),
                   "epoch_loss": fitted["epoch_loss"], "bf16": bf16, "rank": rank,
                   "epochs": epochs, "trainable": fitted["trainable"],
                   "tensors_changed": len(changed), "size_mb": round(out.stat().st_size / 2**20, 1),
-                  "base_size_mb": round(base.stat().st_size / 2**20, 1), "seconds": seconds})
+                  "base_size_mb": round(base.stat().st_size / 2**20, 1), "seconds": seconds,
+                  "recipe": recipe})
+    done.write_text(json.dumps(stats, indent=1), encoding="utf-8")
     return stats

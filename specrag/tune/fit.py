@@ -159,6 +159,22 @@ def replay_held(rows: list[dict], verifier, model=None, bar: float | None = None
     return block(by)
 
 
+def acceptance_at(rows: list[dict], precision: float) -> float | None:
+    """The most drafts of ``rows`` (draft-only, scored) a bar on their recorded P(right)
+    accepts with at least ``precision`` of them right: drafts compared at one precision."""
+    drafts = [(r.get("verdict_score") or 0.0, r["draft_right"]) for r in rows
+              if r["policy"] == "draft-only" and r.get("draft") and not r.get("abstained")]
+    n = sum(1 for r in rows if r["policy"] == "draft-only")
+    if precision is None or not n:
+        return None
+    best = 0.0
+    for bar in {p for p, _ in drafts}:
+        took = [ok for p, ok in drafts if p >= bar]
+        if took and sum(took) / len(took) >= precision - 1e-9:
+            best = max(best, len(took) / n)
+    return best
+
+
 def fit(rows: list[dict], questions, verifier, steps: list[str], target: float = 0.9) -> dict:
     held = {q.id for q in questions if held_out(q)}
     rows = scored(rows)

@@ -32,6 +32,23 @@ def to_markdown(r: dict) -> str:
         lines.append(f"| {name} | {_fmt(b['acceptance_rate'], True)} | "
                      f"{_fmt(b['accepted_precision'], True)} | {_fmt(b['correct'], True)} | "
                      f"{_fmt(b['total_p50_ms'])} | {_fmt(b['heavy_tokens'])} |")
+    d = r.get("distill") or {}
+    if d.get("examples") is not None:
+        used = ", ".join(f"{k} {v}" for k, v in sorted(d.get("used", {}).items()))
+        lines += ["", f"Distilled draft: {d['examples']} training answers ({used})."]
+        if d.get("path"):
+            lines[-1] += (f" Answer loss {d['train_loss_before']} -> {d['epoch_loss'][-1]} "
+                          f"over {d['epochs']} epochs; held-out reference loss "
+                          f"{' -> '.join(str(x) for x in d.get('held_out_loss') or [])} "
+                          f"({d.get('held_out_answers', 0)} answers); LoRA rank {d['rank']}, "
+                          f"{d['trainable']:,} weights, bf16 {d['bf16']}; {d['size_mb']} MB "
+                          f"(base {d['base_size_mb']} MB); seconds {d['seconds']}.")
+    if d.get("matched_precision"):
+        lines.append("")
+    for m in d.get("matched_precision") or []:
+        lines.append(f"- At accepted-draft precision {_fmt(m['precision'], True)}: base draft "
+                     f"accepts {_fmt(m['before'], True)}, distilled {_fmt(m['distill'], True)}"
+                     " (bar on each draft's P(right)).")
     lines += ["", "Settings written: " + (", ".join(f"`{k}` = {v}" for k, v in
                                                     r["settings_written"].items()) or
                                           "none (no step beat the defaults on held-out questions)"),

@@ -161,7 +161,8 @@ def _distill(engine, qs, rows, collection, folder, files, report, values, accept
 
     train = [q for q in qs if not held_out(q)]
     held = [q for q in qs if held_out(q)]
-    stats = distill(engine, train, rows, collection, folder, epochs=epochs, progress=progress)
+    stats = distill(engine, train, rows, collection, folder, held=held, epochs=epochs,
+                    progress=progress)
     if not stats.get("path"):
         return {"skipped": stats.get("skipped", "no model"), **stats}, None
     tuned = engine.settings.with_values(**{"models.draft": stats["path"]})
@@ -177,4 +178,14 @@ def _distill(engine, qs, rows, collection, folder, files, report, values, accept
     block = fitting.replay_held(replay, student.verifier,
                                 acceptance if "verify.acceptance" in values else None,
                                 values.get("verify.answer_threshold"))
-    return {**block, **stats}, stats["path"]
+    # the base and the distilled drafts at one accepted-draft precision (each draft's
+    # recorded P(right)): the before's, and the distilled one's own
+    base_rows = fitting.scored([r for r in rows if r["id"] in by_id])
+    new_rows = fitting.scored(list(by_id.values()))
+    matched = []
+    for p in (report["before"]["accepted_precision"], block["accepted_precision"]):
+        if p is not None:
+            matched.append({"precision": round(p, 3),
+                            "before": fitting.acceptance_at(base_rows, p),
+                            "distill": fitting.acceptance_at(new_rows, p)})
+    return {**block, **stats, "matched_precision": matched}, stats["path"]
