@@ -133,7 +133,11 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
         return stats
     checks, _ = examples(engine, tok, held, rows, collection)
     lora.attach(model, rank=rank, alpha=2.0 * rank)
-    bf16 = cpu_has_bf16()
+    import torch
+
+    if torch.cuda.is_available():  # a lent GPU trains it; never required
+        model.to("cuda")
+    bf16 = model.device.type == "cuda" or cpu_has_bf16()
     before = lora.mean_loss(model, pairs, bf16)
     held_before = lora.mean_loss(model, checks, bf16) if checks else None
     from tqdm import tqdm

@@ -9,8 +9,9 @@ module name, which ``tune.gguf_model.write_merged`` adds to the GGUF's own tenso
 ``train(model, examples, ...)`` runs AdamW over the examples, the loss on the answer's
 tokens only. The language-model head (151k outputs for Qwen) runs only on those
 positions: on a 500-token prompt with a 20-token answer that is most of the head's cost
-saved. Under ``bf16`` the forward runs in bfloat16 autocast (AVX-512 BF16 CPUs are ~2x
-faster); the adapter's own weights and the optimiser stay in float32.
+saved. Under ``bf16`` the forward runs in bfloat16 autocast (AVX-512 BF16 CPUs: 5.2 s
+instead of 7.9 s per 475-token example of the 0.5B); the adapter's own weights and the
+optimiser stay in float32. It runs on whatever device the model is on (a lent GPU).
 
 Deliberately not here: where the examples come from (``tune.distill``), the model's
 loading and writing (``tune.gguf_model``), gradient checkpointing or batching several
@@ -48,7 +49,7 @@ class LoRALinear(nn.Module):
 
     def delta(self) -> torch.Tensor:
         """The update to add to the base weight, shape (out, in)."""
-        return (self.b @ self.a * self.scale).detach()
+        return (self.b @ self.a * self.scale).detach().cpu()
 
 
 def attach(model: nn.Module, targets=TARGETS, rank: int = 8, alpha: float = 16.0) -> list[str]:
@@ -84,7 +85,7 @@ def answer_loss(model, ex: Example, max_tokens: int = 1024) -> torch.Tensor:
     """Mean cross-entropy of the answer tokens given the prompt (head on those only)."""
     ids = (ex.prompt + ex.answer)[-max_tokens:]
     n = min(len(ex.answer), len(ids) - 1)
-    x = torch.tensor([ids])
+    x = torch.tensor([ids], device=model.device)
     hidden = model.model(input_ids=x).last_hidden_state  # (1, T, H): no head yet
     logits = model.lm_head(hidden[0, -n - 1:-1])  # positions that predict the answer
     return nn.functional.cross_entropy(logits.float(), x[0, -n:])
@@ -115,7 +116,7 @@ def train(model, examples: list[Example], *, epochs: int = 2, lr: float = 2e-4,
         rng.shuffle(order)
         losses = []
         for i in order:
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
                 loss = answer_loss(model, examples[i], max_tokens)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -138,6 +139,6 @@ def mean_loss(model, examples: list[Example], bf16: bool = False, max_tokens: in
     model.eval()
     total = 0.0
     for ex in examples:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
             total += answer_loss(model, ex, max_tokens).item()
     return round(total / max(1, len(examples)), 4)
