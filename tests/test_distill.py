@@ -240,8 +240,15 @@ def test_tune_distils_the_draft_and_the_collection_can_run_it(tiny_gguf, embedde
         or d["heavy_tokens"] < report["before"]["heavy_tokens"]))
     # a rerun with the same questions and recipe keeps the model instead of training again
     stamp = (folder / "draft.gguf").stat().st_mtime_ns
+    rows = (folder / "rows-distilled.jsonl").read_text()
     again = tune(s, "hb", questions=12, engine=eng, progress=False, steps=["distill"])
     assert again["distill"]["resumed"] and (folder / "draft.gguf").stat().st_mtime_ns == stamp
+    assert (folder / "rows-distilled.jsonl").read_text() == rows  # its drafts are kept too
+    # a model trained again (another recipe) drafts the held-out questions again
+    (folder / "distill.json").unlink()
+    third = tune(s, "hb", questions=12, engine=eng, progress=False, steps=["distill"])
+    assert not third["distill"].get("resumed")
+    assert (folder / "rows-distilled.jsonl").stat().st_mtime_ns > (folder / "draft.gguf").stat().st_mtime_ns
     profile.write(s, "hb", {"models.draft": d["path"]}, ["distill"])
     view = profile.view(eng, "hb")
     assert view.draft is not eng.draft and profile.view(eng, "other").draft is eng.draft

@@ -165,11 +165,14 @@ def _distill(engine, qs, rows, collection, folder, files, report, values, accept
                     progress=progress)
     if not stats.get("path"):
         return {"skipped": stats.get("skipped", "no model"), **stats}, None
+    drafted = folder / "rows-distilled.jsonl"
+    if not stats.get("resumed"):
+        drafted.unlink(missing_ok=True)  # drafts of an earlier model: draft again
     tuned = engine.settings.with_values(**{"models.draft": stats["path"]})
     student = engine.replace(settings=tuned, draft=tier_from_settings("draft", tuned))
     student.tuned_for = collection
     student.warm_up()
-    new = collect(student, held, collection, folder / "rows-distilled.jsonl", files,
+    new = collect(student, held, collection, drafted, files,
                   progress=progress, policies=("draft-only",))
     by_id = {r["id"]: r for r in new}
     held_ids = {q.id for q in held}
