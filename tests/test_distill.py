@@ -119,6 +119,21 @@ def test_trained_gguf_round_trip_through_llama_cpp(tiny_gguf, tmp_path):
         gguf_model.quantize(tmp_path / "missing.gguf", tmp_path / "x.gguf", 7)
 
 
+def test_a_llama_family_gguf_is_refused_not_silently_broken(tmp_path):
+    import gguf
+
+    writer = gguf.GGUFWriter(str(tmp_path / "llama.gguf"), arch="llama")
+    writer.add_block_count(1)
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((4, 4), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(SpecragError, match="'llama' \\(not supported yet\\)"):
+        gguf_model.write_merged(tmp_path / "llama.gguf", tmp_path / "x.gguf",
+                                {"model.layers.0.self_attn.q_proj": np.zeros((4, 4))})
+
+
 def test_an_update_that_does_not_fit_is_refused(tiny_gguf, tmp_path):
     with pytest.raises(SpecragError, match="does not fit"):
         gguf_model.write_merged(tiny_gguf, tmp_path / "x.gguf",

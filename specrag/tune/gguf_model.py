@@ -13,7 +13,8 @@
   has the base model's size and speed.
 
 Deliberately not here: training (``tune.lora``), choosing examples (``tune.distill``),
-architectures other than llama.cpp's ``qwen2``/``llama`` naming of attention tensors.
+architectures other than ``qwen2`` (llama-family GGUFs store q/k permuted for llama.cpp's
+rotary layout: SmolLM2 would need that permutation applied to its updates first).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _GGUF_NAMES = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v",
                "o_proj": "attn_output", "gate_proj": "ffn_gate", "up_proj": "ffn_up",
                "down_proj": "ffn_down"}
 F16 = 1  # llama_ftype MOSTLY_F16
+MERGEABLE = ("qwen2",)  # stored unpermuted: a torch update adds as is
 
 
 def require_gguf():
@@ -79,6 +81,11 @@ def write_merged(base: Path, out: Path, deltas: dict) -> dict:
 
     reader = gguf.GGUFReader(str(base))
     arch = reader.fields["general.architecture"].contents()
+    if arch not in MERGEABLE:
+        # llama.cpp's converter stores llama-family q/k rows permuted for its rotary
+        # layout; an update added here unpermuted would silently break the model
+        raise SpecragError(f"distillation merges into qwen2 GGUF drafts; {base.name} is "
+                           f"'{arch}' (not supported yet): keep the Qwen draft to distil")
     want = {gguf_name(k): np.asarray(v, dtype=np.float32) for k, v in deltas.items()}
     writer = gguf.GGUFWriter(str(out), arch=arch, endianess=reader.endianess)
     for field in reader.fields.values():
