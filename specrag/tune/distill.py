@@ -29,15 +29,13 @@ distilled model is kept (``tune.run``), GPU training (a lent GPU is never requir
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
+from specrag.grounding.text import strip_citations
 from specrag.pipeline.prompts import NOT_FOUND, build_messages, cut_for
 from specrag.tune.fit import right
 from specrag.types import SpecragError
-
-_CITE = re.compile(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]")
 
 
 def cpu_has_bf16() -> bool:
@@ -65,7 +63,7 @@ def target(engine, q, reference: str | None, chunks: list) -> tuple[str | None, 
         return None, "teacher wrong"
     if not any(c.id in q.chunk_ids for c in chunks):
         return NOT_FOUND, "passage not in the draft's chunks"
-    clean = _CITE.sub("", reference).strip()
+    clean = strip_citations(reference)
     verdict = engine.verifier.verify(clean, chunks)
     if verdict.grounding < engine.settings.verify.threshold:
         return None, "not supported by the draft's chunks"

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from html import escape
 
+from specrag.grounding.text import CITATION
 from specrag.pipeline.summary import cost_parts, timing_parts
 
 
@@ -297,7 +298,9 @@ def render_turn(turn: Turn) -> str:
             f"{meta_line(turn.answer)}</article>")
 
 
-_TAIL = re.compile(r"(?:\s*\[\d+(?:\s*[,;]\s*\d+)*\])*[.!?]?")
+# the citations (``grounding.text.CITATION``, as the verifier strips them) and full stop
+# that follow a checked sentence's words in the draft
+_TAIL = re.compile(f"(?:{CITATION.pattern})*[.!?]?", CITATION.flags)
 
 
 def _marked(text: str, checked: list) -> str:
