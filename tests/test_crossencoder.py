@@ -172,11 +172,45 @@ def test_pairs_are_batched_by_length_so_short_ones_are_not_padded_to_long_ones()
 def test_length_batching_leaves_the_scores_as_they_were(settings):
     import specrag.grounding.crossencoder as ce_module
 
-    ce = CrossEncoder(settings, "verifier").warm_up()
+    ce = CrossEncoder(settings, "verifier", batch_size=32).warm_up()  # batched, by length
     pairs = SUPPORTED + UNSUPPORTED + [(p + " " + p + " " + p, h) for p, h in SUPPORTED]
     split = ce.predict(pairs)
     one = ce._onnx_batch(pairs)  # every pair padded to the longest, as before
     assert len(ce_module.length_batches(np.argsort([len(a) + len(b) for a, b in pairs]),
                                         [len(a) + len(b) for a, b in pairs], 32)) > 1
-    # dynamic int8 quantisation scales per batch: the same pair moves by far less than a step
+    # dynamic int8 quantisation scales per batch: these pairs move by far less than a step
     assert np.abs(split - one).max() < 0.02
+
+
+def test_one_pair_per_run_scores_each_pair_whatever_runs_beside_it(settings):
+    """int8 activations are quantised per run: with ``verify.batch_size`` 1 a pair scores
+    the same alone and among others, so a sentence checked while the draft streams and
+    again in the whole draft gets one score."""
+    s = settings.with_values(**{"verify.batch_size": 1})
+    ce = CrossEncoder(s, "verifier").warm_up()
+    assert ce.batch_size == 1 and CrossEncoder(s, "reranker").batch_size == 32
+    long = [(p + " " + p + " " + p, h) for p, h in SUPPORTED]
+    pairs = SUPPORTED + UNSUPPORTED + long
+    together = ce.predict(pairs)
+    alone = np.array([ce.predict([p])[0] for p in pairs])
+    assert np.array_equal(together, alone)
+    assert CrossEncoder(settings.with_values(**{"verify.batch_size": 8}), "verifier").batch_size == 8
+
+
+def test_pairs_scored_alone_are_remembered_and_forgotten_on_request(settings, monkeypatch):
+    ce = CrossEncoder(settings.with_values(**{"verify.batch_size": 1}), "verifier",
+                      cache_size=3).warm_up()
+    runs = []
+    real = ce._onnx_batch
+    monkeypatch.setattr(ce, "_onnx_batch", lambda pairs: runs.append(len(pairs)) or real(pairs))
+    first = ce.predict(SUPPORTED[:2])
+    assert runs == [1, 1]
+    again = ce.predict(SUPPORTED[:2] + UNSUPPORTED[:1])  # two remembered, one new
+    assert runs == [1, 1, 1] and np.array_equal(again[:2], first)
+    ce.predict(UNSUPPORTED[1:2])  # a fourth pair: the oldest is dropped (3 kept)
+    assert len(ce._cache) == 3 and SUPPORTED[0] not in ce._cache
+    ce.clear_cache()
+    ce.predict(SUPPORTED[1:2])
+    assert runs[-1] == 1 and len(runs) == 5
+    batched = CrossEncoder(settings.with_values(**{"verify.batch_size": 32}), "verifier")
+    assert batched.cache_size == 0  # a batched score depends on its batch: never remembered

@@ -112,6 +112,43 @@ def test_a_worker_killed_mid_answer_fails_over_along_the_chain(tmp_path):
     assert heavy.breakers[0].consecutive_failures == 1
 
 
+def test_closing_a_tier_ends_its_worker_and_spares_the_rest(tmp_path):
+    """A tier built for a while (the tune's distilled draft) is closed through its chain:
+    the llama.cpp worker process ends; a member whose close fails does not stop that."""
+    from specrag.resilience.chains import tier_from_settings
+    from specrag.resilience.failover import FallbackGenerator
+
+    class Stuck:
+        name, model = "stuck", "m"
+
+        def close(self):
+            raise RuntimeError("cannot close")
+
+    s = make_settings(tmp_path, **{"models.draft": "manifest:qwen2.5-coder-0.5b-instruct"})
+    draft = tier_from_settings("draft", s).warm_up()
+    worker = draft.members[0].inner._inner.worker
+    pid = worker.pid
+    assert pid is not None and _alive(pid)
+    FallbackGenerator([Stuck(), draft]).close()
+    deadline = time.time() + 10
+    while _alive(pid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid) and worker.pid is None
+    draft.close()  # again: nothing left to close, no error
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_a_file_that_is_no_model_fails_with_one_line(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + os.urandom(2048))

@@ -214,12 +214,21 @@ def test_the_app_tunes_in_the_background_and_shows_the_report(settings, embedder
     eng = handbook_engine(settings, embedder, draft_delay=0, heavy_delay=0)
     eng.heavy = QuestionWriter("claude-sonnet-4-6", [], "The documents do not say.",
                                name="anthropic")
-    tuner = Tuner(settings, Engines(settings, eng), questions=6, steps=FITS)
+    tuner = Tuner(settings, Engines(settings, eng), questions=40, steps=FITS)
     assert "has not been tuned yet" in tuner.status("hb")
-    first = tuner.start("hb")
+    with pytest.raises(SpecragError, match="unknown tune step 'fast'"):
+        tuner.start("hb", steps=["fast"])
+    with pytest.raises(SpecragError, match="at least 4 questions"):
+        tuner.start("hb", questions=2)
+    with pytest.raises(SpecragError, match="0 or more"):
+        tuner.start("hb", max_cost_usd=-1)
+    first = tuner.start("hb", questions=6, max_cost_usd=5.0, steps=["calibrate"])
     assert "Tuning **hb**" in first or "# Tune of collection" in first
     tuner.wait("hb", 120)
     assert tuner.status("hb").startswith("# Tune of collection `hb`")
+    got = json.loads((profile.folder(settings, "hb") / "report.json").read_text())
+    assert got["steps"] == ["calibrate"] and got["budget"]["max_cost_usd"] == 5.0
+    assert got["budget"]["asked"] == 6
     assert eng.tuned_for is None  # the app's engine itself is not changed
     # the Metrics tab lists the report and serves a copy of its plotly page
     from specrag.ui.tuning import reports
@@ -286,10 +295,24 @@ def test_claude_as_teacher_gets_redacted_prompts_and_its_cost_is_counted(setting
         eng = handbook_engine(settings, embedder, draft_delay=0, heavy_delay=0)
         eng.heavy = AnthropicGenerator("claude-sonnet-4-6", api_key_env="TEST_ANTHROPIC_KEY",
                                        base_url=api.url, timeout_s=10)
-        report = tune(settings, "hb", questions=10, engine=eng, progress=False, steps=FITS)
+        report = tune(settings, "hb", questions=10, engine=eng, progress=False, steps=FITS,
+                      max_cost_usd=100.0)
         bodies = [json.dumps(r["body"]) for r in api.requests]
+        # a cap the first question's writing spends: no more is written, none answered
+        calls = len(api.requests)
+        poor = settings.with_values(**{"data_dir": str(settings.data_path / "poor")})
+        Ingestor(poor, embedder=embedder).ingest([str(SAMPLE_DIR)], "hb")
+        eng2 = handbook_engine(poor, embedder, draft_delay=0, heavy_delay=0)
+        eng2.heavy = eng.heavy
+        with pytest.raises(SpecragError, match=r"budget of \$0\.00 was spent"):
+            tune(poor, "hb", questions=10, engine=eng2, progress=False, steps=FITS,
+                 max_cost_usd=1e-9)
+        assert len(api.requests) - calls == 1
     assert sum("Write one question" in b for b in bodies) >= 10
     assert report["cost_usd"] > 0 and report["heavy_only"]["heavy_tokens"] > 0
+    assert report["budget"] == {"max_cost_usd": 100.0, "reached": False, "answered": 10,
+                                "asked": 10}
+    assert "of a $100.00 cap." in (profile.folder(settings, "hb") / "report.md").read_text()
     assert not any(re.search(r"[a-z]+@northwind\.example", b) for b in bodies)
     assert any("<EMAIL_" in b for b in bodies)  # the passages held some: they were swapped
 
@@ -309,3 +332,7 @@ def test_the_tune_buttons_receive_the_request_so_the_signed_in_user_is_checked()
     for name in ("start", "show"):
         params = inspect.signature(handlers[name]).parameters
         assert params["request"].annotation is gr.Request
+    # the admin sets the budget and the steps: the button sends them
+    start = next(f for f in demo.fns.values() if f.name == "start")
+    labels = [getattr(c, "label", None) for c in start.inputs]
+    assert labels[1:] == ["Questions", "Cost cap (USD, blank: none)", "Steps"]

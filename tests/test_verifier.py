@@ -120,3 +120,39 @@ def test_a_sentence_copied_whole_from_a_chunk_is_supported(tmp_path):
     assert not changed.accepted and changed.score < 0.72
     partial = v.verify("Handover is on Mondays and Fridays.", chunks)  # not a whole sentence
     assert not partial.accepted
+
+
+def test_a_copied_sentence_costs_no_cross_encoder_run(settings):
+    """The copy is its own evidence: only the other sentences are scored."""
+    scorer = FakeScorer()
+    v = Verifier(settings, scorer=scorer, threshold=0.5)
+    chunks = ["Laptops are encrypted with a key held by IT. Backups run every single night.",
+              "paris is in france"]
+    verdict = v.verify("Backups run every single night [1]. Paris is the capital of France.", chunks)
+    assert [h for call in scorer.calls for _, h in call] == ["Paris is the capital of France."] * 2
+    copied, other = verdict.sentences
+    assert (copied.score, copied.best_chunk) == (1.0, 0)
+    assert other.score == pytest.approx(0.9) and other.best_chunk == 1 and verdict.accepted
+    scorer.calls.clear()
+    assert v.verify("Backups run every single night.", chunks).score == 1.0 and scorer.calls == []
+
+
+def test_the_latency_benchmark_times_sentences_the_cross_encoder_must_score():
+    """Copied sentences skip the cross-encoder, so the benchmark's draft rewords its chunks."""
+    from specrag.bench.verifier import latency_case
+    from specrag.grounding.verifier import QUOTE_MIN_WORDS, _norm
+    from specrag.training.data import Pair
+
+    passages = [f"Passage {i} says the depot {i} opened in {1900 + i}. It has {i} doors."
+                for i in range(12)]
+    pairs = [Pair(p, f"Depot number {i} was opened in the year {1900 + i}.", 1.0, "paraphrase",
+                  "test", "paraphrase") for i, p in enumerate(passages)]
+    pairs += [Pair(p, f"Depot {i} opened in {1800 + i}.", 0.0, "paraphrase", "test", "year")
+              for i, p in enumerate(passages)]
+    chunks, draft = latency_case(pairs)
+    assert chunks == passages[:10]
+    sents = claims(draft)
+    assert len(sents) == 3 and all(len(s.split()) >= QUOTE_MIN_WORDS for s in sents)
+    copied = {_norm(x) for c in chunks for x in split_sentences(c)}
+    assert not any(_norm(s) in copied for s in sents)
+    assert "1800" not in draft  # supported claims only

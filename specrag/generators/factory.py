@@ -76,6 +76,11 @@ class _Lazy:
         self.warm_up()
         return self._inner.stream(messages, max_tokens=max_tokens, temperature=temperature)
 
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
 
 def remote_options(backend: str, settings: Settings, url: str | None = None) -> dict:
     """Where a remote backend is and which variable holds its key (``url`` overrides the

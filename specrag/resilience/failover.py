@@ -92,6 +92,18 @@ class FallbackGenerator:
             raise errors[0] if errors else GenerationError("no member of the chain could start")
         return self
 
+    def close(self) -> None:
+        """Close every member that holds something (a worker process); one member's error
+        does not keep the others open."""
+        for member in self.members:
+            close = getattr(member, "close", None)
+            if close is None:
+                continue
+            try:
+                close()
+            except Exception:  # noqa: BLE001, S110 - closing is best effort, on every member
+                pass
+
     def _feed(self, index: int, attempts, reserved: bool = True) -> None:
         breaker = self.breakers[index]
         told = False

@@ -131,6 +131,12 @@ class RetryingGenerator:
         self.inner.warm_up()
         return self
 
+    def close(self) -> None:
+        """Stop what the generator started (a local model's worker process); idempotent."""
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
     def _stop_reason(self, err: GenerationError, delivery: Delivery) -> str:
         if not err.retryable:
             return "not retryable"

@@ -16,10 +16,20 @@ from specrag.bench.e2e_report import _fmt, html_page
 ROWS = ("heavy_only", "before", "calibrate", "router", "distill", "after")
 
 
+def _budget(b: dict) -> str:
+    if b.get("max_cost_usd") is None:
+        return ""
+    text = f" of a ${b['max_cost_usd']:.2f} cap"
+    if b.get("reached"):
+        text += f" (reached: {b['answered']} of {b['asked']} questions answered)"
+    return text
+
+
 def to_markdown(r: dict) -> str:
     lines = [f"# Tune of collection `{r['collection']}`", "",
              f"Questions: {r['questions']['train']} train, {r['questions']['held_out']} held out. "
-             f"Heavy tier {r['heavy']}, draft {r['draft']}. Cost ${r['cost_usd']:.4f}.", "",
+             f"Heavy tier {r['heavy']}, draft {r['draft']}. Cost ${r['cost_usd']:.4f}"
+             f"{_budget(r.get('budget') or {})}.", "",
              "| held out | acceptance | accepted precision | correct | final p50 ms | heavy tokens |",
              "|---|---|---|---|---|---|"]
     for name in ROWS:

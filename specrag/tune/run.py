@@ -50,7 +50,10 @@ def check_steps(steps) -> list[str]:
     return steps or list(STEPS)
 
 
-def _questions(engine, store, collection, n, seed, path, files, progress) -> tuple[list, float]:
+def _questions(engine, store, collection, n, seed, path, files, progress,
+               max_cost_usd: float | None = None) -> tuple[list, float]:
+    """Up to ``n`` questions (those already in ``path`` first); stops writing once
+    ``max_cost_usd`` is spent, so a remote writer never spends more than the cap."""
     from tqdm import tqdm
 
     from specrag.pipeline.costs import cost
@@ -65,6 +68,10 @@ def _questions(engine, store, collection, n, seed, path, files, progress) -> tup
     seen = {q.chunk_ids[0] for q in kept}
     for i, chunks in enumerate(picks):
         if len(kept) >= n:
+            break
+        if max_cost_usd is not None and spent >= max_cost_usd:
+            bar.write(f"budget of ${max_cost_usd:.2f} reached while writing questions: "
+                      f"{len(kept)} of {n} written")
             break
         if chunks[0].id in seen:
             continue
@@ -105,12 +112,21 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
     engine.warm_up()
     t = time.perf_counter()
     qs, spent = _questions(engine, engine.retriever.store, collection, questions, seed,
-                           folder / "questions.jsonl", files, progress)
+                           folder / "questions.jsonl", files, progress, max_cost_usd)
     seconds["questions"] = round(time.perf_counter() - t, 1)
     t = time.perf_counter()
     rows = collect(engine, qs, collection, folder / "rows.jsonl", files, progress=progress,
                    max_cost_usd=max_cost_usd, spent_usd=spent)
     seconds["answers"] = round(time.perf_counter() - t, 1)
+    cost_usd = round(spent + sum(r.get("cost_usd") or 0 for r in rows), 6)
+    answered = {r["id"] for r in rows}
+    if len(answered) < 2:
+        # nothing to fit or to compare: say why instead of writing an empty report
+        why = (f"the budget of ${max_cost_usd:.2f} was spent (${cost_usd:.4f})"
+               if max_cost_usd is not None and cost_usd >= max_cost_usd else
+               "the collection gave too few usable questions")
+        raise SpecragError(f"cannot tune '{collection}': {len(answered)} question(s) answered "
+                           f"of {len(qs)} written; {why}. Raise --questions or --max-cost-usd")
     t = time.perf_counter()
     report = fitting.fit(rows, qs, engine.verifier, steps, target_precision)
     seconds["fit"] = round(time.perf_counter() - t, 1)
@@ -143,7 +159,10 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
         profile.write(settings, collection, values, steps)
     report.update({"collection": collection, "steps": steps, "after": after,
                    "settings_written": values, "seconds": seconds,
-                   "cost_usd": round(spent + sum(r.get("cost_usd") or 0 for r in rows), 6),
+                   "cost_usd": cost_usd,
+                   "budget": {"max_cost_usd": max_cost_usd,
+                              "reached": max_cost_usd is not None and cost_usd >= max_cost_usd,
+                              "answered": len(answered), "asked": questions},
                    "heavy": settings.generation.heavy, "draft": settings.generation.draft})
     from specrag.tune.report import write
 
@@ -171,9 +190,14 @@ def _distill(engine, qs, rows, collection, folder, files, report, values, accept
     tuned = engine.settings.with_values(**{"models.draft": stats["path"]})
     student = engine.replace(settings=tuned, draft=tier_from_settings("draft", tuned))
     student.tuned_for = collection
-    student.warm_up()
-    new = collect(student, held, collection, drafted, files,
-                  progress=progress, policies=("draft-only",))
+    try:
+        student.warm_up()
+        new = collect(student, held, collection, drafted, files,
+                      progress=progress, policies=("draft-only",))
+    finally:
+        # the student's llama.cpp worker is the tune's alone: in the app it would
+        # otherwise hold ~0.5 GB until the engine copy is collected
+        student.draft.close()
     by_id = {r["id"]: r for r in new}
     held_ids = {q.id for q in held}
     replay = [r for r in rows if r["id"] in held_ids and r["policy"] == "heavy-only"]

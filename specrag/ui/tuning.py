@@ -34,13 +34,26 @@ class Tuner:
         self._jobs: dict[str, dict] = {}
         self._lock = threading.Lock()
 
-    def start(self, collection: str, who=None) -> str:
+    def start(self, collection: str, who=None, *, questions: int | None = None,
+              max_cost_usd: float | None = None, steps=None) -> str:
+        """Start a tune of ``collection`` unless one runs; ``questions``, ``max_cost_usd``
+        (None: no cap) and ``steps`` as ``specrag tune`` takes them (defaults: the Tuner's)."""
+        from specrag.tune.run import check_steps
+
         authorize(self.settings, "admin", collection, who)  # security: admins only
+        # checked here, so a bad value is the admin's message and not a failed thread
+        steps = check_steps(steps) if steps else self.steps
+        questions = int(questions or self.questions)
+        if questions < 4:
+            raise SpecragError("a tune needs at least 4 questions (some are held out)")
+        if max_cost_usd is not None and max_cost_usd < 0:
+            raise SpecragError("the cost cap must be 0 or more US dollars")
         with self._lock:
             job = self._jobs.get(collection)
             if job and job["thread"].is_alive():
                 return self.status(collection, who)
-            job = {"started": time.time(), "error": None}
+            job = {"started": time.time(), "error": None, "steps": steps,
+                   "questions": questions, "max_cost_usd": max_cost_usd}
             job["thread"] = threading.Thread(target=self._run, args=(collection, who, job),
                                              name=f"tune-{collection}", daemon=True)
             self._jobs[collection] = job
@@ -56,8 +69,9 @@ class Tuner:
             engine = inner_engine(self.engines.warm_up())
             if not isinstance(engine, SpeculativeRAG):
                 raise SpecragError("this app's engine cannot be tuned")
-            tune(self.settings, collection, questions=self.questions, engine=engine,
-                 principal=who, progress=False, steps=self.steps)
+            tune(self.settings, collection, questions=job["questions"], engine=engine,
+                 principal=who, progress=False, steps=job["steps"],
+                 max_cost_usd=job["max_cost_usd"])
         except Exception as exc:  # noqa: BLE001 - shown to the admin, the app goes on
             job["error"] = one_line(exc)
 
@@ -79,8 +93,11 @@ class Tuner:
             rows = len(load_jsonl(files, folder / "rows.jsonl"))
             stage = ("distilling the draft model (tens of minutes on a small CPU)"
                      if (folder / "draft-f16.gguf").exists() or qs and rows >= 2 * qs
-                     and "distill" in self.steps else "")
-            return (f"Tuning **{safe_markdown(collection)}** for "
+                     and "distill" in job["steps"] else "")
+            cap = job["max_cost_usd"]
+            return (f"Tuning **{safe_markdown(collection)}** ({', '.join(job['steps'])}; "
+                    f"{job['questions']} questions"
+                    f"{f', at most ${cap:.2f}' if cap is not None else ''}) for "
                     f"{time.time() - job['started']:.0f} s: {qs} questions written, "
                     f"{rows} answers collected{'; ' + stage if stage else ''}. "
                     "Chat keeps working meanwhile.")
@@ -124,9 +141,13 @@ def reports(settings, who=None) -> tuple[str, list[str]]:
 def build_section(tuner: Tuner, collection, gr, who) -> None:
     """A "Tune this collection" button and its state, for the chosen collection."""
 
-    def start(collection, request: gr.Request):
+    def start(collection, questions, cap, steps, request: gr.Request):
         try:
-            return tuner.start(collection, who(request))
+            if not steps:
+                raise SpecragError("choose at least one step")
+            return tuner.start(collection, who(request), questions=questions,
+                               max_cost_usd=None if cap in (None, "") else float(cap),
+                               steps=steps)
         except SpecragError as err:  # PermissionDenied included: one plain line
             raise gr.Error(one_line(err)) from None
 
@@ -138,12 +159,25 @@ def build_section(tuner: Tuner, collection, gr, who) -> None:
 
     with gr.Accordion("Tune this collection (admins)", open=False, elem_id="sr-tune"):
         gr.Markdown("Writes questions from this collection's documents, answers them with "
-                    "both models, and keeps a calibration and router for the collection only "
-                    "if they beat the defaults on held-out questions (`specrag tune`).",
+                    "both models, and keeps a calibration, a router and a distilled draft model "
+                    "for the collection only if they beat the defaults on held-out questions "
+                    "(`specrag tune`). Distillation takes tens of minutes on a small CPU; the "
+                    "cost cap stops question writing and answering once spent.",
                     elem_classes="sr-help")
+        from specrag.tune.run import STEPS
+
+        with gr.Row():
+            questions = gr.Number(tuner.questions, label="Questions", precision=0, minimum=4,
+                                  elem_id="sr-tune-questions", scale=1)
+            # blank: no cap; local models cost nothing, Claude is priced by the ledger
+            cap = gr.Number(None, label="Cost cap (USD, blank: none)", minimum=0,
+                            elem_id="sr-tune-cap", scale=1)
+            steps = gr.CheckboxGroup(list(STEPS), value=list(tuner.steps), label="Steps",
+                                     elem_id="sr-tune-steps", scale=2)
         with gr.Row():
             go = gr.Button("Tune this collection", elem_id="sr-tune-start", scale=1)
             again = gr.Button("Refresh", elem_id="sr-tune-refresh", scale=1)
         state = gr.Markdown(elem_id="sr-tune-state")
-    go.click(start, collection, state, api_name="tune", concurrency_limit=1)
+    go.click(start, [collection, questions, cap, steps], state, api_name="tune",
+             concurrency_limit=1)
     again.click(show, collection, state, api_visibility="private", show_progress="hidden")
