@@ -84,6 +84,14 @@ def tiny_gguf(tmp_path_factory):
     return write_tiny_qwen2(real, tmp_path_factory.mktemp("tiny") / "tiny.gguf")
 
 
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory):
+    from tests.support.tiny_gguf import write_tiny_qwen2
+
+    real = sources.resolve("draft", make_settings(tmp_path_factory.mktemp("draft")))
+    return write_tiny_qwen2(real, tmp_path_factory.mktemp("tiny") / "llama.gguf", arch="llama")
+
+
 def _llama_logits(path, ids):
     from llama_cpp import Llama
 
@@ -95,10 +103,14 @@ def _llama_logits(path, ids):
 
 
 @pytest.mark.slow
-def test_trained_gguf_round_trip_through_llama_cpp(tiny_gguf, tmp_path):
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_trained_gguf_round_trip_through_llama_cpp(arch, request, tmp_path):
     """Train in torch, merge into the GGUF, quantise with llama.cpp: llama.cpp then gives
-    the trained model's logits, not the base model's."""
+    the trained model's logits, not the base model's. llama: the q rows are stored
+    permuted, so an update added unpermuted would give other logits."""
+    tiny_gguf = request.getfixturevalue("tiny_gguf" if arch == "qwen2" else "tiny_llama")
     model, tok = gguf_model.load_for_training(tiny_gguf)
+    assert model.config.model_type == arch
     ids = tok("Employees receive 25 days of paid leave", add_special_tokens=False)["input_ids"]
     base_llama = _llama_logits(tiny_gguf, ids)
     lora.attach(model, rank=4)
@@ -111,6 +123,15 @@ def test_trained_gguf_round_trip_through_llama_cpp(tiny_gguf, tmp_path):
     merged = _llama_logits(tmp_path / "f16.gguf", ids)
     assert np.abs(merged - trained).max() < 0.05 * np.abs(trained).max()
     assert np.abs(merged - base_llama).max() > 0.2 * np.abs(trained).max()
+    if arch == "llama":  # the same update written unpermuted: llama.cpp computes another model
+        from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
+
+        undo = LlamaTensorProcessor({"num_attention_heads": 4, "num_key_value_heads": 2})
+        raw = {k: undo.process(v.numpy(), gguf_model.gguf_name(k)).weights
+               for k, v in lora.deltas(model).items()}  # permuted back by write_merged
+        gguf_model.write_merged(tiny_gguf, tmp_path / "raw.gguf", raw)
+        wrong = _llama_logits(tmp_path / "raw.gguf", ids)
+        assert np.abs(wrong - trained).max() > 3 * np.abs(merged - trained).max()
     gguf_model.quantize(tmp_path / "f16.gguf", tmp_path / "q8.gguf", 7)  # Q8_0
     assert gguf_model.file_type(tmp_path / "q8.gguf") == 7
     q8 = _llama_logits(tmp_path / "q8.gguf", ids)
@@ -119,19 +140,38 @@ def test_trained_gguf_round_trip_through_llama_cpp(tiny_gguf, tmp_path):
         gguf_model.quantize(tmp_path / "missing.gguf", tmp_path / "x.gguf", 7)
 
 
-def test_a_llama_family_gguf_is_refused_not_silently_broken(tmp_path):
+def test_another_architecture_is_refused_not_silently_broken(tmp_path):
     import gguf
 
-    writer = gguf.GGUFWriter(str(tmp_path / "llama.gguf"), arch="llama")
+    writer = gguf.GGUFWriter(str(tmp_path / "gemma.gguf"), arch="gemma")
     writer.add_block_count(1)
     writer.add_tensor("blk.0.attn_q.weight", np.zeros((4, 4), np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    with pytest.raises(SpecragError, match="'llama' \\(not supported yet\\)"):
-        gguf_model.write_merged(tmp_path / "llama.gguf", tmp_path / "x.gguf",
+    with pytest.raises(SpecragError, match="'gemma' \\(not supported yet\\)"):
+        gguf_model.write_merged(tmp_path / "gemma.gguf", tmp_path / "x.gguf",
                                 {"model.layers.0.self_attn.q_proj": np.zeros((4, 4))})
+    with pytest.raises(SpecragError, match="qwen2 or llama"):
+        gguf_model.check_mergeable(tmp_path / "gemma.gguf")
+
+
+def test_llama_q_and_k_updates_are_permuted_as_llama_cpp_stores_them():
+    """The permutation of llama.cpp's converter, undone by transformers' GGUF loader."""
+    from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
+
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((64, 64)), rng.standard_normal((32, 64))
+    undo = LlamaTensorProcessor({"num_attention_heads": 4, "num_key_value_heads": 2})
+    stored_q = gguf_model.to_file_layout("blk.0.attn_q.weight", q, "llama", 4, 2)
+    stored_k = gguf_model.to_file_layout("blk.0.attn_k.weight", k, "llama", 4, 2)
+    assert not np.allclose(stored_q, q) and not np.allclose(stored_k, k)
+    assert np.array_equal(undo.process(stored_q, "blk.0.attn_q.weight").weights, q)
+    assert np.array_equal(undo.process(stored_k, "blk.0.attn_k.weight").weights, k)
+    v = rng.standard_normal((32, 64))  # v, o and the MLP are stored as transformers holds them
+    assert gguf_model.to_file_layout("blk.0.attn_v.weight", v, "llama", 4, 2) is v
+    assert gguf_model.to_file_layout("blk.0.attn_q.weight", q, "qwen2", 4, 2) is q
 
 
 def test_an_update_that_does_not_fit_is_refused(tiny_gguf, tmp_path):

@@ -122,6 +122,10 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
         if kept.get("recipe") == recipe and kept.get("path") and Path(kept["path"]).is_file():
             return {**kept, "resumed": True}
     t0 = time.perf_counter()
+    try:
+        gguf_model.check_mergeable(base)  # before minutes of training, not after
+    except SpecragError as err:
+        return {"base": str(base), "path": None, "skipped": str(err)}
     model, tok = gguf_model.load_for_training(base)
     seconds = {"load": round(time.perf_counter() - t0, 1)}
     pairs, why = examples(engine, tok, questions, rows, collection)

@@ -12,9 +12,14 @@
   ``ftype`` defaults to the base file's (``general.file_type``), so the distilled model
   has the base model's size and speed.
 
-Deliberately not here: training (``tune.lora``), choosing examples (``tune.distill``),
-architectures other than ``qwen2`` (llama-family GGUFs store q/k permuted for llama.cpp's
-rotary layout: SmolLM2 would need that permutation applied to its updates first).
+Architectures: ``qwen2`` (the Qwen drafts) stores every tensor as transformers does, so an
+update adds as is. ``llama`` (SmolLM2, and Llama/Mistral-style models) is stored with the
+q and k rows permuted for llama.cpp's rotary layout (``convert_hf_to_gguf.py``'s
+``permute``; transformers' GGUF loader undoes it when it loads), so a q/k update is
+permuted the same way before it is added (``to_file_layout``). Any other architecture is
+refused before training starts (``check_mergeable``), not silently broken.
+
+Deliberately not here: training (``tune.lora``), choosing examples (``tune.distill``).
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ _GGUF_NAMES = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v",
                "o_proj": "attn_output", "gate_proj": "ffn_gate", "up_proj": "ffn_up",
                "down_proj": "ffn_down"}
 F16 = 1  # llama_ftype MOSTLY_F16
-MERGEABLE = ("qwen2",)  # stored unpermuted: a torch update adds as is
+PERMUTED = ("llama",)  # q/k rows stored permuted (llama.cpp's rotary layout)
+MERGEABLE = ("qwen2",) + PERMUTED  # qwen2: stored as transformers holds it
 
 
 def require_gguf():
@@ -52,6 +58,34 @@ def gguf_name(module: str) -> str:
     if not m or m[3] not in _GGUF_NAMES:
         raise SpecragError(f"no GGUF tensor for module '{module}'")
     return f"blk.{m[1]}.{_GGUF_NAMES[m[3]]}.weight"
+
+
+def check_mergeable(path: Path) -> str:
+    """The GGUF's architecture, if an update can be merged into it; else a clear error."""
+    gguf = require_gguf()
+    arch = gguf.GGUFReader(str(path)).fields["general.architecture"].contents()
+    if arch not in MERGEABLE:
+        raise SpecragError(f"distillation merges into {' or '.join(MERGEABLE)} GGUF drafts; "
+                           f"{Path(path).name} is '{arch}' (not supported yet): keep a Qwen "
+                           "or SmolLM2 draft to distil")
+    return arch
+
+
+def permute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """llama.cpp's q/k row permutation (``convert_hf_to_gguf.py``, ``LlamaModel.permute``):
+    each head's rotary pairs go from halves (transformers) to interleaved (llama.cpp)."""
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def to_file_layout(tensor: str, delta: np.ndarray, arch: str, heads: int,
+                   heads_kv: int) -> np.ndarray:
+    """An update made in transformers' layout, in the layout ``arch`` stores ``tensor`` in."""
+    if arch in PERMUTED and ".attn_q." in tensor:
+        return permute(delta, heads)
+    if arch in PERMUTED and ".attn_k." in tensor:
+        return permute(delta, heads_kv)
+    return delta
 
 
 def load_for_training(path: Path):
@@ -79,14 +113,15 @@ def write_merged(base: Path, out: Path, deltas: dict) -> dict:
     gguf = require_gguf()
     from gguf.quants import dequantize
 
+    arch = check_mergeable(base)
     reader = gguf.GGUFReader(str(base))
-    arch = reader.fields["general.architecture"].contents()
-    if arch not in MERGEABLE:
-        # llama.cpp's converter stores llama-family q/k rows permuted for its rotary
-        # layout; an update added here unpermuted would silently break the model
-        raise SpecragError(f"distillation merges into qwen2 GGUF drafts; {base.name} is "
-                           f"'{arch}' (not supported yet): keep the Qwen draft to distil")
-    want = {gguf_name(k): np.asarray(v, dtype=np.float32) for k, v in deltas.items()}
+    heads = int(reader.fields[f"{arch}.attention.head_count"].contents())
+    kv = reader.fields.get(f"{arch}.attention.head_count_kv")
+    heads_kv = int(kv.contents()) if kv is not None else heads
+    want = {}
+    for module, d in deltas.items():
+        name = gguf_name(module)
+        want[name] = to_file_layout(name, np.asarray(d, dtype=np.float32), arch, heads, heads_kv)
     writer = gguf.GGUFWriter(str(out), arch=arch, endianess=reader.endianess)
     for field in reader.fields.values():
         # the writer writes these itself; the file type is F16 until llama.cpp quantises it

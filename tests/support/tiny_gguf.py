@@ -1,9 +1,12 @@
-"""A tiny random qwen2 GGUF with the real draft model's tokenizer, for distillation tests.
+"""A tiny random qwen2 or llama GGUF with the real draft model's tokenizer, for
+distillation tests.
 
 Two layers, width 64: transformers and llama.cpp both load it in a second, so a test can
 train, merge, write and quantise through the real code paths and compare the two
 runtimes' logits. The tokenizer, chat template and the rest of the metadata are copied
-from the shipped draft GGUF, so prompts tokenise as in production.
+from the shipped draft GGUF, so prompts tokenise as in production. The llama one has no
+attention biases (as SmolLM2) and its q/k rows are random, so they may stand for rows
+already permuted the way llama.cpp stores them: transformers un-permutes them on load.
 """
 
 from __future__ import annotations
@@ -16,23 +19,24 @@ SHAPE = {"block_count": 2, "embedding_length": 64, "feed_forward_length": 128,
          "attention.head_count": 4, "attention.head_count_kv": 2, "context_length": 1024}
 
 
-def write_tiny_qwen2(real: Path, out: Path, seed: int = 0) -> Path:
+def write_tiny_qwen2(real: Path, out: Path, seed: int = 0, arch: str = "qwen2") -> Path:
     import gguf
 
     reader = gguf.GGUFReader(str(real))
-    writer = gguf.GGUFWriter(str(out), arch="qwen2")
+    writer = gguf.GGUFWriter(str(out), arch=arch)
     for field in reader.fields.values():
         if field.name == "general.architecture" or field.name.startswith("GGUF."):
             continue
+        name = arch + field.name[len("qwen2"):] if field.name.startswith("qwen2.") else field.name
         key = field.name.removeprefix("qwen2.")
         kind = field.types[0]
         sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
         if key in SHAPE:
-            writer.add_key_value(field.name, SHAPE[key], kind)
+            writer.add_key_value(name, SHAPE[key], kind)
         elif field.name == "general.file_type":
-            writer.add_key_value(field.name, 0, kind)  # all F32
+            writer.add_key_value(name, 0, kind)  # all F32
         else:
-            writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
+            writer.add_key_value(name, field.contents(), kind, sub_type=sub)
     rng = np.random.default_rng(seed)
     vocab = len(reader.fields["tokenizer.ggml.tokens"].data)
     h, f, kv = 64, 128, 2 * 16
@@ -51,6 +55,8 @@ def write_tiny_qwen2(real: Path, out: Path, seed: int = 0) -> Path:
                             ("attn_v.bias", (kv,)), ("attn_output.weight", (h, h)),
                             ("ffn_norm.weight", (h,)), ("ffn_gate.weight", (f, h)),
                             ("ffn_up.weight", (f, h)), ("ffn_down.weight", (h, f))):
+            if arch != "qwen2" and name.endswith(".bias"):
+                continue
             writer.add_tensor(b + name, np.ones(shape, np.float32) if "norm" in name
                               else rand(*shape))
     writer.write_header_to_file()
