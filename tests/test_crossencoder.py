@@ -82,6 +82,11 @@ def test_local_hf_folder_loads_through_the_same_interface(settings, tmp_path):
     AutoTokenizer.from_pretrained(str(base)).save_pretrained(tmp_path)
     ce = CrossEncoder(settings, "reranker", model=str(tmp_path)).warm_up()
     assert ce.backend == "torch"
+    # as the verifier: nothing is quantised in torch, so pairs run batched, not one by one
+    as_verifier = CrossEncoder(settings, "verifier", model=str(tmp_path)).warm_up()
+    assert (as_verifier.batch_size, as_verifier.cache_size) == (32, 0)
+    with pytest.raises(ValueError, match="at least 1"):
+        CrossEncoder(settings.with_values(**{"verify.batch_size": 0}), "verifier")
     scores = ce.predict([("a query", "a passage"), ("another", "text")])
     assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
     ranked = ce.rank("a query", ["x", "y", "z"], top_k=2)
@@ -214,3 +219,24 @@ def test_pairs_scored_alone_are_remembered_and_forgotten_on_request(settings, mo
     assert runs[-1] == 1 and len(runs) == 5
     batched = CrossEncoder(settings.with_values(**{"verify.batch_size": 32}), "verifier")
     assert batched.cache_size == 0  # a batched score depends on its batch: never remembered
+
+
+def test_a_sentence_checked_while_drafting_is_not_scored_again_in_the_verdict(settings,
+                                                                             monkeypatch):
+    """The early check (one sentence, as ``pipeline.early`` runs it) and the whole draft's
+    verdict score the sentence alike; the verdict asks the model only for the new one."""
+    from specrag.grounding.verifier import Verifier
+
+    v = Verifier.from_settings(settings).warm_up()  # served: one pair per run, remembered
+    ce = v.scorer
+    ce.clear_cache()
+    runs = []
+    real = ce._onnx_batch
+    monkeypatch.setattr(ce, "_onnx_batch", lambda pairs: runs.append(len(pairs)) or real(pairs))
+    chunks = [p for p, _ in SUPPORTED]
+    first = "Construction of the Eiffel Tower finished in 1889."
+    early = v.verify(first, chunks)
+    assert runs == [1] * v.per_sentence  # one run per (sentence, chunk) pair
+    whole = v.verify(first + " Marie Curie received a Nobel Prize for chemistry.", chunks)
+    assert runs == [1] * (2 * v.per_sentence)  # the second sentence's pairs only
+    assert whole.sentences[0].score == early.sentences[0].score

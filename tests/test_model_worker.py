@@ -212,3 +212,13 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as fh:  # a zombie is dead for our purpose
         return fh.read().split(") ")[-1][0] != "Z"
+
+
+
+def test_closing_an_in_process_model_frees_it(model_path):
+    gen = LlamaCppGenerator(model_path=model_path, isolation="thread", threads=1).warm_up()
+    assert gen._llm is not None
+    gen.close()
+    assert gen._llm is None
+    assert gen.count_tokens("hello there") > 0  # loads again when asked
+    gen.close()

@@ -7,7 +7,7 @@ from tests.support.env import make_settings
 
 # every verify.* setting away from its default, so a verifier built without them differs
 VERIFY = {"verify.aggregate": "mean", "verify.per_sentence": 5, "verify.evidence_words": 32,
-          "verify.threshold": 0.7}
+          "verify.threshold": 0.7, "verify.batch_size": 4}
 
 
 def _config(v) -> tuple:
@@ -18,6 +18,9 @@ def test_the_engine_verifier_has_every_verify_setting(tmp_path):
     s = make_settings(tmp_path, **VERIFY)
     assert _config(build_engine(s).verifier) == ("mean", 5, 32, 0.7)
     assert _config(build_verifier(s)) == ("mean", 5, 32, 0.7)
+    # the int8 cross-encoder the served verifier loads runs pairs as verify.batch_size says
+    scorer = build_verifier(s).warm_up().scorer
+    assert (scorer.backend, scorer.batch_size, scorer.cache_size) == ("onnx-int8", 4, 0)
 
 
 @pytest.mark.slow

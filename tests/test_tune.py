@@ -222,6 +222,10 @@ def test_the_app_tunes_in_the_background_and_shows_the_report(settings, embedder
         tuner.start("hb", questions=2)
     with pytest.raises(SpecragError, match="0 or more"):
         tuner.start("hb", max_cost_usd=-1)
+    with pytest.raises(SpecragError, match="0 or more"):
+        tuner.start("hb", max_cost_usd=float("nan"))
+    with pytest.raises(SpecragError, match="whole number of at least 4"):
+        tuner.start("hb", questions=0)
     first = tuner.start("hb", questions=6, max_cost_usd=5.0, steps=["calibrate"])
     assert "Tuning **hb**" in first or "# Tune of collection" in first
     tuner.wait("hb", 120)
@@ -336,3 +340,11 @@ def test_the_tune_buttons_receive_the_request_so_the_signed_in_user_is_checked()
     start = next(f for f in demo.fns.values() if f.name == "start")
     labels = [getattr(c, "label", None) for c in start.inputs]
     assert labels[1:] == ["Questions", "Cost cap (USD, blank: none)", "Steps"]
+
+
+
+def test_a_cost_cap_of_zero_allows_free_models_only():
+    from specrag.tune.collect import over_budget
+
+    assert not over_budget(0.0, 0.0) and over_budget(0.0001, 0.0)  # local: free; Claude: not
+    assert not over_budget(0.5, 1.0) and over_budget(1.0, 1.0) and not over_budget(9.0, None)

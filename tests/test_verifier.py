@@ -156,3 +156,13 @@ def test_the_latency_benchmark_times_sentences_the_cross_encoder_must_score():
     copied = {_norm(x) for c in chunks for x in split_sentences(c)}
     assert not any(_norm(s) in copied for s in sents)
     assert "1800" not in draft  # supported claims only
+    # a hypothesis copied from its passage is skipped; without hard sets, changed sentences
+    copy = [Pair(p, p.split(". ")[0] + ".", 1.0, "paraphrase", "test", "copied") for p in passages]
+    chunks, draft = latency_case(copy + pairs)
+    assert "Passage 0 says" not in draft and len(claims(draft)) == 3
+    syn = [Pair(p, f"Depot {i} opened in {1800 + i}.", 0.0, "synthetic", "test", "year")
+           for i, p in enumerate(passages)]
+    chunks, draft = latency_case(syn)
+    assert draft.startswith("Depot 0 opened in 1800.") and len(chunks) == 10
+    with pytest.raises(ValueError, match="no claims to time"):
+        latency_case(copy)

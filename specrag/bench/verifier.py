@@ -91,20 +91,26 @@ def _throughput(scorer, chunks: list[str], draft: str) -> float:
 
 
 def latency_case(pairs) -> tuple[list[str], str]:
-    """(10 passages, a draft of 3 sentences about three of them, none copied from them)."""
-    from specrag.grounding.text import claims
+    """(10 passages, a draft of 3 one-sentence claims about three of them, none copied
+    from its passage): the paraphrase set's supported rewordings, else (no hard sets) the
+    synthetic set's changed sentences. A copied sentence is not scored at all, so it
+    would time nothing."""
+    from specrag.grounding.text import claims, split_sentences
+    from specrag.grounding.verifier import _norm
 
-    para = [p for p in pairs if p.source == "paraphrase" and p.label == 1
-            and len(claims(p.hypothesis)) == 1]
-    if len(para) < 3:  # no hard sets: the synthetic set's first sentences (copies)
-        syn = [p for p in pairs if p.source == "synthetic"]
-        chunks = list(dict.fromkeys(p.premise for p in syn))[:10]
-        return chunks, " ".join(claims(c)[0] for c in chunks[:3])
-    said = {}
-    for p in para:
-        said.setdefault(p.premise, p.hypothesis)
-    chunks = list(said)[:10]
-    return chunks, " ".join(said[c] for c in chunks[:3])
+    def fresh(p):
+        return (len(claims(p.hypothesis)) == 1 and _norm(p.hypothesis)
+                not in {_norm(x) for x in split_sentences(p.premise)})
+
+    for source, label in (("paraphrase", 1), ("synthetic", 0)):
+        said = {}
+        for p in pairs:
+            if p.source == source and p.label == label and fresh(p):
+                said.setdefault(p.premise, p.hypothesis)
+        if len(said) >= 3:
+            chunks = list(said)[:10]
+            return chunks, " ".join(said[c] for c in chunks[:3])
+    raise ValueError("no claims to time: the benchmark needs paraphrase or synthetic pairs")
 
 
 def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | None = None,

@@ -123,8 +123,14 @@ class LlamaCppGenerator:
         return len(self._llm.tokenize(text.encode(), add_bos=False))
 
     def close(self) -> None:
+        """End the worker process, or free the in-process model (``thread`` isolation);
+        the next call loads it again."""
         if self.worker is not None:
             self.worker.close()
+        with self._lock:
+            llm, self._llm = self._llm, None
+        if llm is not None:
+            llm.close()
 
 
 def _require_llama_cpp(load: bool = True):

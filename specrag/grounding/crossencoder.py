@@ -8,7 +8,9 @@ Backends, chosen by what the model folder holds (``backend="auto"``):
 - ``onnx-int8`` / ``onnx-fp32``: a folder with ``model-int8.onnx`` (what
   ``specrag train`` writes and the repository ships) and a ``tokenizer.json``;
   ``specrag.json`` in it records the max length. Pairs are sorted by length and cut
-  into batches where the length jumps (``length_batches``), so each batch pads little.
+  into batches where the length jumps (``length_batches``), so each batch pads little;
+  the verifier's int8 model scores each pair alone by default (``verify.batch_size`` 1:
+  its scores do not move with their neighbours) and remembers the scores.
 - ``torch``: a sentence-transformers ``CrossEncoder`` for a Hub id (e.g.
   ``cross-encoder/ms-marco-MiniLM-L-6-v2``) or a local Hugging Face folder. Models
   with several labels (NLI) give P(entailment).
@@ -47,10 +49,16 @@ class CrossEncoder:
         self.role = role
         self.model = model  # a source string; None: the role's configured source
         self.backend = backend
-        # the verifier's from ``verify.batch_size`` (1: each score independent of the pairs
-        # beside it, see ``predict``), so every caller scores as serving does
-        self.batch_size = batch_size or (settings.verify.batch_size if role == "verifier"
-                                         and settings is not None else 32)
+        # the verifier's int8 model: ``verify.batch_size`` (1: each score independent of the
+        # pairs beside it, see ``predict``), so every caller scores as serving does; any
+        # other backend (fp32, torch) batches 32 (``warm_up``): nothing is quantised there
+        self._batch_from_settings = (batch_size is None and role == "verifier"
+                                     and settings is not None)
+        self.batch_size = (settings.verify.batch_size if self._batch_from_settings
+                           else batch_size or 32)
+        if self.batch_size < 1:
+            raise ValueError(f"{role} batch size must be at least 1, got {self.batch_size} "
+                             "(verify.batch_size)")
         self.max_length = max_length
         self.threads = threads
         self.onnx_path = onnx_path
@@ -91,6 +99,8 @@ class CrossEncoder:
             else:
                 self._load_onnx(model_dir, backend)
             self.backend, self.model_dir = backend, model_dir
+            if backend != "onnx-int8" and self._batch_from_settings:
+                self.batch_size, self.cache_size = 32, 0
         return self
 
     def _load_onnx(self, model_dir: Path, backend: str) -> None:
@@ -200,9 +210,9 @@ PAD_RATIO = 1.5  # a pair this much longer than its batch's shortest starts a ne
 def length_batches(order, sizes, batch_size: int) -> list[np.ndarray]:
     """``order`` (indices sorted by ``sizes``) cut into batches of at most ``batch_size``,
     a new one starting where a pair is ``PAD_RATIO`` times its batch's first: every pair
-    is padded to its batch's longest: a verification's 9 pairs of 50-125 tokens padded as
-    one batch hold 19% more tokens than as two (measured: 94 -> 91 ms; a 50-chunk rerank
-    525 -> 452 ms on a 2-core Zen 4). A second ``run`` costs ~1 ms."""
+    is padded to its batch's longest: 9 pairs of 50-125 tokens padded as one batch hold
+    19% more tokens than as two (measured: 94 -> 91 ms; a 50-chunk rerank 525 -> 452 ms
+    on a 2-core Zen 4). A second ``run`` costs ~1 ms."""
     out, batch = [], []
     for i in order:
         if batch and (len(batch) == batch_size or sizes[i] > PAD_RATIO * max(1, sizes[batch[0]])):

@@ -4,9 +4,10 @@
 
 1. Citation markers (``[1]``, ``[2, 3]``, ``[1-3]``, ``[doc 2]``) are stripped; the draft
    is split into sentences (fragments under three words join their neighbour).
-2. Every sentence is scored against every chunk in ONE ``predict`` call of the
-   cross-encoder (premise = chunk, hypothesis = sentence); a sentence's score is its
-   max over chunks, and that chunk is its best support.
+2. Every sentence is scored against every chunk in one ``predict`` call of the
+   cross-encoder (premise = chunk, hypothesis = sentence; the scorer's batch size
+   decides how the pairs run); a sentence's score is its max over chunks, and that
+   chunk is its best support.
    With ``per_sentence=k`` each sentence is scored only against its k chunks of most
    word overlap (a cheap lexical prefilter): the cross-encoder's cost is linear in
    pairs x tokens, so 3 sentences x 10 chunks of ~200 tokens cannot run in 100 ms on
@@ -252,8 +253,8 @@ class Verifier:
             # together, in the form the verifier was trained on for question pairs
             said = [qa_claim(question, x) if question and len(x.split()) <= ANSWER_WORDS else x
                     for x in sents]
-            # one predict call: int8 activations are quantised per batch, so one draft's
-            # cells are scored together (splitting them moves scores by up to ~0.1)
+            # one predict call for the draft's cells: the scorer runs them alone or batched
+            # (``verify.batch_size``) and remembers what it scored alone
             self._score(matrix, [(r, j) for r in todo
                                  for j in (prefilter(sents[checked[r]], cw, k) if cw
                                            else range(len(texts)))], texts, said, checked)

@@ -40,6 +40,14 @@ def save_jsonl(files, path: Path, rows: list[dict]) -> None:
     tmp.replace(path)  # a kill leaves the old file or the new one, never half of one
 
 
+def over_budget(spent: float, cap: float | None) -> bool:
+    """Is the cap reached? A cap of 0 allows free (local) models only: it is reached by
+    the first cent, not by nothing spent."""
+    if cap is None:
+        return False
+    return spent > 0 if cap <= 0 else spent >= cap
+
+
 def collect(engine, questions, collection: str, rows_path: Path, files, *,
             progress: bool = True, max_cost_usd: float | None = None,
             spent_usd: float = 0.0, policies=POLICIES) -> list[dict]:
@@ -54,7 +62,7 @@ def collect(engine, questions, collection: str, rows_path: Path, files, *,
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc="answer",
                unit="question", disable=not progress)
     for q in todo:
-        if max_cost_usd is not None and spent >= max_cost_usd:
+        if over_budget(spent, max_cost_usd):
             bar.write(f"budget of ${max_cost_usd:.2f} reached: {bar.n} of "
                       f"{len(questions)} questions answered")
             break

@@ -93,7 +93,10 @@ def examples(engine, tokenizer, questions, rows: list[dict], collection: str) ->
         prompt = tokenizer.apply_chat_template(build_messages(q.question, chunks, "draft"),
                                                tokenize=False, add_generation_prompt=True)
         p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        a_ids = tokenizer(answer + "<|im_end|>", add_special_tokens=False)["input_ids"]
+        # the answer ends as the model ends a turn: its end-of-sequence token (ChatML's
+        # <|im_end|> for Qwen and SmolLM2), so the student learns to stop there
+        a_ids = tokenizer(answer + (tokenizer.eos_token or "<|im_end|>"),
+                          add_special_tokens=False)["input_ids"]
         out.append(Example(p_ids, a_ids))
     return out, why
 

@@ -35,7 +35,7 @@ from specrag.security import access
 from specrag.settings import Settings
 from specrag.tune import fit as fitting
 from specrag.tune import profile
-from specrag.tune.collect import collect, load_jsonl, save_jsonl
+from specrag.tune.collect import collect, load_jsonl, over_budget, save_jsonl
 from specrag.tune.questions import TuneQuestion, accept, kind_for, sample, write_one
 from specrag.types import SpecragError
 
@@ -53,7 +53,7 @@ def check_steps(steps) -> list[str]:
 def _questions(engine, store, collection, n, seed, path, files, progress,
                max_cost_usd: float | None = None) -> tuple[list, float]:
     """Up to ``n`` questions (those already in ``path`` first); stops writing once
-    ``max_cost_usd`` is spent, so a remote writer never spends more than the cap."""
+    ``max_cost_usd`` is reached (one question's cost may pass it)."""
     from tqdm import tqdm
 
     from specrag.pipeline.costs import cost
@@ -69,7 +69,7 @@ def _questions(engine, store, collection, n, seed, path, files, progress,
     for i, chunks in enumerate(picks):
         if len(kept) >= n:
             break
-        if max_cost_usd is not None and spent >= max_cost_usd:
+        if over_budget(spent, max_cost_usd):
             bar.write(f"budget of ${max_cost_usd:.2f} reached while writing questions: "
                       f"{len(kept)} of {n} written")
             break
@@ -123,10 +123,11 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
     if len(answered) < 2:
         # nothing to fit or to compare: say why instead of writing an empty report
         why = (f"the budget of ${max_cost_usd:.2f} was spent (${cost_usd:.4f})"
-               if max_cost_usd is not None and cost_usd >= max_cost_usd else
+               if over_budget(cost_usd, max_cost_usd) else
                "the collection gave too few usable questions")
         raise SpecragError(f"cannot tune '{collection}': {len(answered)} question(s) answered "
-                           f"of {len(qs)} written; {why}. Raise --questions or --max-cost-usd")
+                           f"of {len(qs)} written; {why}. Ask for more questions or raise "
+                           "the cost cap")
     t = time.perf_counter()
     report = fitting.fit(rows, qs, engine.verifier, steps, target_precision)
     seconds["fit"] = round(time.perf_counter() - t, 1)
@@ -161,7 +162,7 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
                    "settings_written": values, "seconds": seconds,
                    "cost_usd": cost_usd,
                    "budget": {"max_cost_usd": max_cost_usd,
-                              "reached": max_cost_usd is not None and cost_usd >= max_cost_usd,
+                              "reached": over_budget(cost_usd, max_cost_usd),
                               "answered": len(answered), "asked": questions},
                    "heavy": settings.generation.heavy, "draft": settings.generation.draft})
     from specrag.tune.report import write

@@ -13,6 +13,7 @@ Deliberately not here: the steps (``specrag.tune``) and the layout (``ui.documen
 
 # no ``from __future__ import annotations``: Gradio reads the handlers' ``gr.Request``
 # hints at runtime (see ``ui.documents``)
+import math
 import threading
 import time
 from pathlib import Path
@@ -43,11 +44,15 @@ class Tuner:
         authorize(self.settings, "admin", collection, who)  # security: admins only
         # checked here, so a bad value is the admin's message and not a failed thread
         steps = check_steps(steps) if steps else self.steps
-        questions = int(questions or self.questions)
-        if questions < 4:
-            raise SpecragError("a tune needs at least 4 questions (some are held out)")
-        if max_cost_usd is not None and max_cost_usd < 0:
-            raise SpecragError("the cost cap must be 0 or more US dollars")
+        questions = self.questions if questions is None else questions
+        if not math.isfinite(float(questions)) or float(questions) != int(questions) \
+                or int(questions) < 4:
+            raise SpecragError("a tune needs a whole number of at least 4 questions "
+                               "(some are held out)")
+        questions = int(questions)
+        if max_cost_usd is not None and not (math.isfinite(max_cost_usd) and max_cost_usd >= 0):
+            raise SpecragError("the cost cap must be 0 or more US dollars (0: free local "
+                               "models only; blank: no cap)")
         with self._lock:
             job = self._jobs.get(collection)
             if job and job["thread"].is_alive():
