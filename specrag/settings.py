@@ -87,14 +87,9 @@ class VerifySettings:
     # recall 0.70; 0.36 before the head weighed names in another role) for the shipped
     # verifier and its head
     threshold: float = 0.7937
-    # chunks per sentence after a word-overlap prefilter; 0: all. 1, not 3: on 250 replayed
-    # e2e drafts the same acceptance and precision (0.556/0.727 vs 0.548/0.730) for a third
-    # of the pairs (BENCHMARKS.md, "Verification in 50 ms")
-    per_sentence: int = 1
+    per_sentence: int = 1  # chunks per sentence, word-overlap prefilter (0: all); 1 ~ 3 on e2e
     evidence_words: int = 64  # each chunk cut to its sentences most about the claim; 0: whole
-    # pairs per cross-encoder run. 1: int8 activations are quantised per run, so only then
-    # is a score its pair's alone (a sentence checked while drafting scores the same in the
-    # whole draft, and is remembered); ~10% slower than one batch
+    # pairs per int8 verifier run; 1: a score is its pair's alone, so it is remembered
     batch_size: int = 1
     aggregate: str = "min"  # over sentences: min | mean
     escalate_abstentions: bool = True  # a draft that only says "the documents do not say"

@@ -253,11 +253,17 @@ class Verifier:
             # together, in the form the verifier was trained on for question pairs
             said = [qa_claim(question, x) if question and len(x.split()) <= ANSWER_WORDS else x
                     for x in sents]
+            cells = [(r, j) for r in todo
+                     for j in (prefilter(sents[checked[r]], cw, k) if cw else range(len(texts)))]
+            pairs = [(texts[j], said[checked[r]]) for r, j in cells]
+            cut = [(select(t, h, self.evidence_words), h) for t, h in pairs]
             # one predict call for the draft's cells: the scorer runs them alone or batched
             # (``verify.batch_size``) and remembers what it scored alone
-            self._score(matrix, [(r, j) for r in todo
-                                 for j in (prefilter(sents[checked[r]], cw, k) if cw
-                                           else range(len(texts)))], texts, said, checked)
+            scores = np.asarray(self.scorer.predict(cut), dtype=np.float32) if cut else []
+            if self.head is not None and cut:  # names, numbers and dates the chunk lacks or
+                scores = self.head.score(scores, pairs)  # puts in another role pull it down
+            for (r, j), sc in zip(cells, scores):
+                matrix[r, j] = sc
         rows: list[SentenceVerdict] = []
         row_of = {i: r for r, i in enumerate(checked)}
         for i, sent in enumerate(sents):
@@ -285,18 +291,6 @@ class Verifier:
         return Verdict(score, accepted, self.threshold, tuple(rows), self.aggregate,
                        grounded=grounded, relevance=relevance, signals=signals,
                        supported=grounded >= self.supported_threshold, answer_threshold=bar)
-
-    def _score(self, matrix, cells, texts, said, checked) -> None:
-        """Score (sentence row, chunk) ``cells`` in one ``predict`` call into ``matrix``."""
-        if not cells:
-            return
-        pairs = [(texts[j], said[checked[r]]) for r, j in cells]
-        cut = [(select(t, h, self.evidence_words), h) for t, h in pairs]
-        scores = np.asarray(self.scorer.predict(cut), dtype=np.float32)
-        if self.head is not None:  # names, numbers and dates the chunk lacks or puts
-            scores = self.head.score(scores, pairs)  # in another role pull it down
-        for (r, j), sc in zip(cells, scores):
-            matrix[r, j] = sc
 
     def sinks(self, grounded: float) -> bool:
         """Does one sentence grounded this low rule its whole draft out, whatever follows?
