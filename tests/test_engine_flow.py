@@ -257,3 +257,44 @@ def test_sinks_is_exact_for_min_and_never_for_mean(tmp_path):
     for g in (0.05, 0.3, 0.6, 0.9):
         assert v.sinks(g) == (v.acceptance_model.combine(g, r) < 0.6)
     assert v.sinks(0.01) and not v.sinks(0.9)
+
+
+def test_a_bare_answer_checked_while_streaming_is_scored_with_its_question(tmp_path):
+    from specrag.grounding.verifier import Verifier
+    from specrag.pipeline.early import SentenceWatch
+    from specrag.training.data import qa_claim
+    from tests.support.env import make_settings
+    from tests.support.fakes import WordScorer
+
+    class Recording(WordScorer):
+        def __init__(self):
+            self.seen = []
+
+        def predict(self, pairs):
+            self.seen += [h for _, h in pairs]
+            return super().predict(pairs)
+
+    question = "How many days of annual leave do employees receive?"
+    scorer = Recording()
+    verifier = Verifier(make_settings(tmp_path), scorer=scorer, acceptance="off")
+
+    async def stream():
+        watch = SentenceWatch(verifier, TEXTS, question)
+        watch.feed("It is 25 days. Staff also get")  # the first sentence is complete
+        sunk, checked = None, []
+        for _ in range(500):  # as the draft loop does: poll while tokens arrive
+            await asyncio.sleep(0.01)
+            sunk = sunk or watch.sunk()
+            checked += watch.checked()
+            if checked:
+                break
+        await watch.close()
+        return sunk, checked
+
+    sunk, checked = asyncio.run(stream())
+    # alone "It is 25 days." claims nothing; with its question it is the verdict's claim
+    assert scorer.seen and set(scorer.seen) == {qa_claim(question, "It is 25 days.")}
+    final = verifier.verify("It is 25 days. Staff also get paid leave.", TEXTS, question)
+    assert len(checked) == 1 and sunk in (None, checked[0].sentences[0])
+    assert checked[0].sentences[0].score == pytest.approx(final.sentences[0].score)
+    assert checked[0].relevance is None  # grounding only while streaming: no relevance work

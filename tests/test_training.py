@@ -84,6 +84,8 @@ def test_tiny_training_run_end_to_end(settings, tmp_path):
     shutil.rmtree(work_dir(settings, "verifier", out), ignore_errors=True)
     meta = json.loads((out / "specrag.json").read_text())
     assert meta["train_config"]["seed"] == 0 and "bigbench" in meta["data"]
+    from specrag.training.train import resolve_precision  # what "auto" means on this machine
+    assert meta["train_stats"]["precision"] == resolve_precision("auto", "cpu")
     assert (out / "model-int8.onnx").exists() and (out / "README.md").exists()
     scores = CrossEncoder(settings, "verifier", model=str(out)).predict([("a b c", "a b")])
     assert scores.shape == (1,) and 0 <= scores[0] <= 1
@@ -119,3 +121,18 @@ def test_a_shipped_int8_verifier_is_recovered_for_further_training(settings, tmp
     assert meta["train_config"]["lr"] == run.CONTINUE_CONFIG["lr"] and meta["curriculum_pairs"] == {
         "synthetic": 0, "halueval-qa": 0}
     assert meta["train_stats"]["final_loss_ema"] < 0.6  # a cold start sits at ln 2 = 0.69
+
+
+def test_auto_precision_picks_bf16_only_where_the_hardware_has_it():
+    from specrag.training.train import cpu_has_bf16, resolve_precision
+
+    zen4 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni\n"
+    zen3 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n"
+    sapphire = "flags\t\t: avx512f amx_bf16 amx_tile amx_int8\n"
+    assert cpu_has_bf16(zen4) and cpu_has_bf16(sapphire) and not cpu_has_bf16(zen3)
+    assert resolve_precision("auto", "cpu", zen4) == "bf16"
+    assert resolve_precision("auto", "cpu", zen3) == "fp32"  # emulated bf16 is slower
+    assert resolve_precision("auto", "cuda", zen3) == "bf16"
+    assert resolve_precision("fp32", "cpu", zen4) == "fp32"  # an explicit choice is kept
+    with pytest.raises(ValueError, match="unknown training precision"):
+        resolve_precision("fp16", "cpu", zen4)

@@ -33,6 +33,9 @@ def add_parsers(sub) -> None:
     tr.add_argument("--no-eval", action="store_true", help="skip the evaluation for the model card")
     tr.add_argument("--init", help="verifier: continue training this model folder (e.g. the "
                                    "shipped specrag/models/verifier) on the hard sets")
+    tr.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
+                    help="verifier/reranker: bf16 autocast where the CPU (AVX-512 BF16, AMX) or "
+                         "a GPU has it (auto), or force one")
     tr.add_argument("--json", action="store_true")
     tr.set_defaults(func=cmd_train)
 
@@ -110,7 +113,8 @@ def cmd_train(args, settings) -> int:
     fn = run.train_verifier if args.model == "verifier" else run.train_reranker
     extra = {"init": Path(args.init)} if args.init and args.model == "verifier" else {}
     out = fn(settings, out=Path(args.out) if args.out else None, scale=args.scale, seed=args.seed,
-             progress=_progress(args) or not args.json, evaluate=not args.no_eval, **extra)
+             progress=_progress(args) or not args.json, evaluate=not args.no_eval,
+             precision=args.precision, **extra)
     meta = json.loads((out / "specrag.json").read_text())
     print(json.dumps({"out": str(out), **meta}, indent=2) if args.json
           else f"{args.model} written to {out} ({meta['train_stats']})")

@@ -224,9 +224,12 @@ class Verifier:
             self._warm = True
         return self
 
-    def verify(self, draft: str, chunks: list, question: str | None = None) -> Verdict:
+    def verify(self, draft: str, chunks: list, question: str | None = None,
+               relevance: bool = True) -> Verdict:
         """Score ``draft`` against ``chunks`` (strings, ``Chunk`` or ``Hit``); with the
-        ``question``, also whether the draft answers it (when an acceptance model is set)."""
+        ``question``, also whether the draft answers it (when an acceptance model is set).
+        ``relevance=False``: the question only completes bare answers (a sentence checked
+        while the draft streams: grounding alone, scored as the final verdict will score it)."""
         self.warm_up()
         texts = [_text(c) for c in chunks]
         sents = claims(draft)
@@ -281,7 +284,7 @@ class Verifier:
         grounded = aggregate([rows[i].score for i in checked], self.aggregate)
         accepted = grounded >= self.threshold
         relevance, signals, score, bar = None, {}, grounded, None
-        if question and self.acceptance_model is not None:
+        if question and relevance and self.acceptance_model is not None:
             signals = self.signals(question, draft, texts, rows)
             relevance = self.acceptance_model.relevance(signals)
             score = self.acceptance_model.combine(grounded, relevance)

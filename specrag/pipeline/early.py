@@ -1,6 +1,6 @@
 """Verify a draft while it streams: each sentence is scored the moment it is complete.
 
-``SentenceWatch(verifier, chunks)``: ``feed(text)`` with the draft so far starts, in a
+``SentenceWatch(verifier, chunks, question)``: ``feed(text)`` with the draft so far starts, in a
 worker thread, the verification of every sentence completed since the last call (all
 but the last of ``text.claims(text)``: the last may still grow); ``sunk()`` returns the
 first finished sentence verdict that rules the whole draft out, else None. A sentence
@@ -8,7 +8,9 @@ rules it out when ``verifier.sinks(grounded)``: with ``min`` aggregation the dra
 score no higher than that sentence, and even the most relevant answer could not lift
 P(right) to ``verify.answer_threshold`` (``verify.threshold`` without an acceptance
 model). So an early rejection never rejects a draft that the full verdict would have
-accepted, up to the rare sentence that a later fragment joins.
+accepted, up to the rare sentence that a later fragment joins. The question goes with
+each check so that a bare answer ("In 1869.") is scored as the final verdict scores it
+(with its question), and that score is the one the cross-encoder remembers for the verdict.
 
 Measured (BENCHMARKS.md, "The trade"): at the shipped draft prompt ("one or two short
 sentences") 3 of 176 drafts had a second sentence, so this saves little today; it pays
@@ -29,9 +31,10 @@ from specrag.grounding.verifier import is_abstention
 
 
 class SentenceWatch:
-    def __init__(self, verifier, chunks):
+    def __init__(self, verifier, chunks, question: str | None = None):
         self.verifier = verifier
         self.chunks = list(chunks)
+        self.question = question
         self._started = 0  # sentences handed to the verifier so far
         self._tasks: list[asyncio.Task] = []
         self._fresh: list = []  # finished checks not yet handed out by ``checked``
@@ -40,8 +43,8 @@ class SentenceWatch:
         done = claims(text)[:-1]  # the last sentence may still grow
         for i in range(self._started, len(done)):
             if not is_abstention(done[i]):
-                task = asyncio.ensure_future(asyncio.to_thread(self.verifier.verify, done[i],
-                                                               self.chunks))
+                task = asyncio.ensure_future(asyncio.to_thread(
+                    self.verifier.verify, done[i], self.chunks, self.question, relevance=False))
                 self._tasks.append(task)
         self._started = max(self._started, len(done))
 

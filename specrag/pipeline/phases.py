@@ -65,7 +65,7 @@ class QuestionRun:
         items = self.e.tier("draft").stream(messages, max_tokens=g.draft_max_tokens,
                                             temperature=g.temperature)
         verify_hits = self.hits[:r.verify_k]
-        watch = (SentenceWatch(self.e.verifier, verify_hits)
+        watch = (SentenceWatch(self.e.verifier, verify_hits, self.question)
                  if self.s.verify.early_reject and self.policy != "draft-only" else None)
         try:
             async for ev in self._generate("draft", items, self.clock(), chunks, watch=watch):

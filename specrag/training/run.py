@@ -25,8 +25,9 @@ from specrag.settings import Settings
 from specrag.training.sources import BIGBENCH, WHEELS, work_dir
 from specrag.training.train import TrainConfig, export, fit
 
-# Sized for about an hour on two idle cores (~0.8 s per batch of 16 evidence-cut pairs):
-# ~3,600 steps. HaluEval-QA has only 1,748 length-matched training pairs, so it is seen
+# Sized for about an hour on two idle cores: ~3,600 steps at ~0.8 s per batch of 16
+# evidence-cut pairs under bf16 autocast (Zen 4 with AVX-512 BF16; ~1.4 s in fp32 on a
+# CPU without bf16, i.e. ~85 min). HaluEval-QA has only 1,748 length-matched training pairs, so it is seen
 # three times; the curriculum (``VERIFIER_FIRST``) is trained first (see ``training.train``).
 # The hard sets (``training.counterfactual``: passages whose answer was swapped, names of
 # the same passage in another role, paraphrases, noisy chunks) teach the model to follow
@@ -60,11 +61,12 @@ def data_versions() -> dict:
 
 def train_verifier(settings: Settings, out: Path | None = None, scale: float = 1.0,
                    seed: int = 0, progress: bool = True, evaluate: bool = True,
-                   init: Path | None = None) -> Path:
+                   init: Path | None = None, precision: str = "auto") -> Path:
     from specrag.training import data
 
     out = Path(out) if out else sources.BUILTIN_DIR / "verifier"
-    config = replace(CONFIGS["verifier"], seed=seed, **(CONTINUE_CONFIG if init else {}))
+    config = replace(CONFIGS["verifier"], seed=seed, precision=precision,
+                     **(CONTINUE_CONFIG if init else {}))
     sizes = VERIFIER_CONTINUE if init else VERIFIER_TRAIN
     per_source = {k: max(8, int(v * scale)) for k, v in sizes.items()}
     _log("reading verifier data")
@@ -130,11 +132,12 @@ def train_head(settings: Settings, out: Path | None = None, n_per_source: int = 
 
 
 def train_reranker(settings: Settings, out: Path | None = None, scale: float = 1.0,
-                   seed: int = 0, progress: bool = True, evaluate: bool = True) -> Path:
+                   seed: int = 0, progress: bool = True, evaluate: bool = True,
+                   precision: str = "auto") -> Path:
     from specrag.training import rerank_data
 
     out = Path(out) if out else sources.BUILTIN_DIR / "reranker"
-    config = replace(CONFIGS["reranker"], seed=seed)
+    config = replace(CONFIGS["reranker"], seed=seed, precision=precision)
     items = []
     for name, n in RERANKER_QUESTIONS.items():
         _log(f"mining hard negatives for {name} with the bi-encoder")
@@ -225,7 +228,8 @@ def write_card(out: Path, meta: dict, evaluation: str) -> None:
                 f"{' questions' if 'train_questions' in meta else ''}), learning rate "
                 f"{cfg.get('lr')} (head {cfg.get('head_lr')}), max length {cfg.get('max_length')}, "
                 f"seed {cfg.get('seed')}, {meta.get('pooling', 'cls')} pooling; "
-                f"{st.get('seconds', '?')} s on {cfg.get('threads', '?')} CPU threads, final loss "
+                f"{st.get('seconds', '?')} s on {cfg.get('threads', '?')} CPU threads "
+                f"({st.get('precision', 'fp32')}), final loss "
                 f"(EMA) {st.get('final_loss_ema', '?')}.")
     if cur := meta.get("curriculum_pairs"):
         cur = ", ".join(f"{k} {v}" for k, v in cur.items()) if isinstance(cur, dict) else cur
