@@ -25,13 +25,16 @@ from specrag.settings import Settings
 from specrag.training.sources import BIGBENCH, WHEELS, work_dir
 from specrag.training.train import TrainConfig, export, fit
 
-# Sized for about an hour on two idle cores: ~3,600 steps at ~0.8 s per batch of 16
-# evidence-cut pairs under bf16 autocast (Zen 4 with AVX-512 BF16; ~1.4 s in fp32 on a
-# CPU without bf16, i.e. ~85 min). HaluEval-QA has only 1,748 length-matched training pairs, so it is seen
-# three times; the curriculum (``VERIFIER_FIRST``) is trained first (see ``training.train``).
-# The hard sets (``training.counterfactual``: passages whose answer was swapped, names of
-# the same passage in another role, paraphrases, noisy chunks) teach the model to follow
-# the passage, not what it knows; counterfactual-vitc stays held out.
+# Sized for about an hour on two idle cores: 3,678 steps of 16 evidence-cut pairs, ~1.0 s
+# per batch under bf16 autocast (Zen 4 with AVX-512 BF16, ~65 min); measured in fp32 on a
+# Zen 3 without bf16: 4,825 s (1.31 s per batch). HaluEval-QA has only 1,748
+# length-matched training pairs, so it is seen three times; the curriculum
+# (``VERIFIER_FIRST``) is trained first (see ``training.train``). The hard sets
+# (``training.counterfactual``: passages whose answer was swapped, names of the same
+# passage in another role, paraphrases, noisy chunks) teach the model to follow the
+# passage, not what it knows; counterfactual-vitc stays held out. Trained from scratch on
+# this mix, VitaminC and HaluEval-sum stay below the model trained without the hard sets
+# (BENCHMARKS.md, "A verifier trained from scratch on the full mix").
 VERIFIER_TRAIN = {"vitaminc": 18000, "halueval-qa": 1748, "synthetic": 8000, "halueval-sum": 9000,
                   "counterfactual": 8000, "paraphrase": 5000, "noisy": 4000}
 # ``--init``: continue a shipped verifier (``training.from_onnx``) on the hard sets, with
