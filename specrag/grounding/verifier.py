@@ -283,8 +283,9 @@ class Verifier:
                            grounded=1.0, supported=True)
         grounded = aggregate([rows[i].score for i in checked], self.aggregate)
         accepted = grounded >= self.threshold
+        ask = relevance  # the flag; ``relevance`` becomes the verdict's P(answers it)
         relevance, signals, score, bar = None, {}, grounded, None
-        if question and relevance and self.acceptance_model is not None:
+        if question and ask and self.acceptance_model is not None:
             signals = self.signals(question, draft, texts, rows)
             relevance = self.acceptance_model.relevance(signals)
             score = self.acceptance_model.combine(grounded, relevance)
