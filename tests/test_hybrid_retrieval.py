@@ -32,12 +32,13 @@ def test_hybrid_finds_the_exact_ticket_id_dense_misses(tmp_path, ingestor):
     hybrid = Retriever(ingestor.settings, ingestor.embedder, ingestor.store, hybrid=True)
     d_hits = dense.retrieve(query, top_k=10).hits
     h_hits = hybrid.retrieve(query, top_k=10).hits
-    d_rank = [h.chunk.source for h in d_hits].index(gold) if gold in [h.chunk.source for h in d_hits] else 99
+    d_sources = [h.chunk.source for h in d_hits]
+    d_rank = d_sources.index(gold) if gold in d_sources else 99
     h_rank = [h.chunk.source for h in h_hits].index(gold)
     assert d_rank > 0 and h_rank < d_rank
-    # BM25 ranks the exact id first; reciprocal-rank fusion keeps it in the top two however
-    # the int8 dense ranks move from CPU to CPU (first on a Zen 4, second on a Zen 3)
-    assert h_rank <= 1
+    # the one chunk holding the asked-for id leads, however the int8 dense ranks of the
+    # other thirty-nine move from CPU to CPU (fusion alone: first on a Zen 4, second on a Zen 3)
+    assert h_rank == 0
     assert [h.rank for h in h_hits] == list(range(1, 11))
     # scores stay the bi-encoder's cosines: the same number for the same chunk in both modes
     cos = {h.chunk.id: h.score for h in dense.retrieve(query, top_k=50).hits}

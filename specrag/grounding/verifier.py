@@ -283,17 +283,16 @@ class Verifier:
                            grounded=1.0, supported=True)
         grounded = aggregate([rows[i].score for i in checked], self.aggregate)
         accepted = grounded >= self.threshold
-        ask = relevance  # the flag; ``relevance`` becomes the verdict's P(answers it)
-        relevance, signals, score, bar = None, {}, grounded, None
-        if question and ask and self.acceptance_model is not None:
+        answers, signals, score, bar = None, {}, grounded, None
+        if question and relevance and self.acceptance_model is not None:
             signals = self.signals(question, draft, texts, rows)
-            relevance = self.acceptance_model.relevance(signals)
-            score = self.acceptance_model.combine(grounded, relevance)
+            answers = self.acceptance_model.relevance(signals)  # P(it answers the question)
+            score = self.acceptance_model.combine(grounded, answers)
             # P(right) already weighs the grounding: it alone decides (calibrated on e2e rows)
             bar = self.answer_threshold
             accepted = score >= bar
         return Verdict(score, accepted, self.threshold, tuple(rows), self.aggregate,
-                       grounded=grounded, relevance=relevance, signals=signals,
+                       grounded=grounded, relevance=answers, signals=signals,
                        supported=grounded >= self.supported_threshold, answer_threshold=bar)
 
     def sinks(self, grounded: float) -> bool:

@@ -7,7 +7,13 @@ their input order, which is the bi-encoder's order: the retriever returns hits b
 first, so the input position *is* the bi-encoder rank. ``fuse_hits(dense, keyword,
 top_k)`` fuses the dense and the BM25 hits of one question (hybrid retrieval): the
 fused hits are renumbered 1..top_k and keep their cosine ``score``, so a hit's score
-means the same thing in both modes but no longer has to fall with the rank.
+means the same thing in both modes but no longer has to fall with the rank. Given the
+question, ``fuse_hits`` also puts first the few chunks that contain one of its
+identifiers verbatim (``identifiers``: a word with both letters and digits, such as
+``ZX-48431`` or ``SKU4471B``): a user who asks about one ticket or part number wants that
+one on top, and fusion alone leaves it wherever the int8 dense order puts the
+near-identical rest (first on one CPU, second on another). An identifier found in more
+than ``MAX_PINNED`` chunks pins nothing: it no longer singles one out.
 
 Why fuse: a small cross-encoder trained for an hour on CPU and the bi-encoder make
 different mistakes, and so do BM25 and the bi-encoder (an exact ID or a rare name
@@ -20,12 +26,17 @@ Deliberately not here: the scores themselves (``retrieval``, ``crossencoder``, `
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 
 from specrag.types import Hit
 
 K = 60
+MAX_PINNED = 3
+# letters and digits in one word, at least 4 characters: ZX-48431, SKU4471B, INV-2024-07;
+# not "2024" (a year matches too much) nor "v2"
+_IDENT = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}[A-Za-z0-9]")
 
 
 def rrf(orders: Sequence[Sequence[Hashable]], k: int = K) -> list:
@@ -44,10 +55,28 @@ def fuse_orders(reranked: Sequence[int], n: int, k: int = K) -> list[int]:
     return rrf([list(range(n)), list(reranked)], k)
 
 
+def identifiers(question: str) -> list[str]:
+    """The question's ID-like words (letters and digits), as written, without duplicates."""
+    return list(dict.fromkeys(m.group(0) for m in _IDENT.finditer(question)))
+
+
 def fuse_hits(dense: Sequence[Hit], keyword: Sequence[Hit], top_k: int,
-              k: int = K) -> list[Hit]:
-    """The top-k of the dense and keyword hits fused by chunk id (ties: dense first)."""
+              k: int = K, question: str = "") -> list[Hit]:
+    """The top-k of the dense and keyword hits fused by chunk id (ties: dense first);
+    chunks holding one of the question's identifiers verbatim lead (see the module)."""
     by_id = {h.chunk.id: h for h in keyword}
     by_id.update((h.chunk.id, h) for h in dense)
     order = rrf([[h.chunk.id for h in dense], [h.chunk.id for h in keyword]], k)
+    pinned: list[Hashable] = []
+    for ident in identifiers(question):
+        holders = [i for i in order if _holds(by_id[i].chunk.text, ident)]
+        if len(holders) <= MAX_PINNED:
+            pinned += [i for i in holders if i not in pinned]
+    if pinned:
+        order = pinned + [i for i in order if i not in pinned]
     return [replace(by_id[i], rank=r + 1) for r, i in enumerate(order[:max(1, top_k)])]
+
+
+def _holds(text: str, ident: str) -> bool:
+    # a whole word, case-insensitive: "zx-48431" finds "ZX-48431", "ZX-484310" is another id
+    return re.search(r"(?<![\w-])" + re.escape(ident) + r"(?![\w-]*\w)", text, re.I) is not None

@@ -88,7 +88,7 @@ class Retriever:
                 # orders can beat one 3rd in one order and absent from the other
                 broad = max(k, self.settings.retrieval.top_k)
                 hits = fuse_hits(*self.store.query_both(collection, query, vec, broad, source),
-                                 k)
+                                 k, question=query)
             else:
                 hits = self.store.query(collection, [vec], k, source)[0]
             out.append(Retrieval(query, tuple(hits), encode_ms,
