@@ -92,6 +92,28 @@ def test_config_show_names_the_tuned_values(tmp_path, capsys):
     assert "0.42" in line and "tune:" in line
 
 
+def test_a_moved_data_dir_keeps_its_tuned_files(tmp_path):
+    import shutil
+
+    s = make_settings(tmp_path / "old")
+    folder = profile.folder(s, "hr")
+    folder.mkdir(parents=True)
+    (folder / "draft.gguf").write_bytes(b"GGUF")
+    (folder / "router.json").write_text("{}")
+    mine = tmp_path / "my-draft.gguf"  # a model outside the folder keeps its own path
+    profile.write(s, "hr", {"models.draft": str(folder / "draft.gguf"),
+                            "routing.model": str(folder / "router.json")}, ["distill"])
+    profile.write(s, "it", {"models.draft": str(mine)}, ["distill"])
+    record = json.loads(profile.path(s, "hr").read_text())
+    assert record["settings"]["models.draft"] == "draft.gguf"
+    shutil.move(tmp_path / "old", tmp_path / "new")
+    moved = make_settings(tmp_path / "new")
+    tuned = profile.settings_for(moved, "hr")
+    assert tuned.models.draft == str(tmp_path / "new" / "tuning" / "hr" / "draft.gguf")
+    assert tuned.routing.model == str(tmp_path / "new" / "tuning" / "hr" / "router.json")
+    assert profile.overrides(moved, "it")["models.draft"] == str(mine)
+
+
 class QuestionWriter(ScriptedGenerator):
     """Writes a question from each passage's own words; answers like the handbook's heavy."""
 

@@ -12,6 +12,11 @@ collection until the file changes.
 A per-call ``policy`` still wins over a tuned ``generation.policy``; explicit settings
 (file or env) do not: the tune's values are the collection's, set later and on purpose.
 
+The files a tune writes (acceptance model, router, distilled draft) are recorded
+relative to the collection's tuning folder and resolved on read, so a data dir that is
+moved, restored from a backup or mounted elsewhere keeps its tuned collections; a file
+outside the folder (a draft the user points at) keeps its absolute path.
+
 Deliberately not here: choosing the values (``tune.fit``, ``tune.distill``).
 """
 
@@ -28,6 +33,7 @@ from specrag.types import SpecragError
 
 TUNABLE = ("verify.acceptance", "verify.answer_threshold", "routing.model",
            "routing.threshold", "generation.policy", "models.draft")
+FILES = ("verify.acceptance", "routing.model", "models.draft")  # paths to what a tune wrote
 _lock = threading.Lock()
 
 
@@ -57,7 +63,23 @@ def read(settings: Settings, collection: str) -> dict:
 
 
 def overrides(settings: Settings, collection: str) -> dict:
-    return dict(read(settings, collection).get("settings", {}))
+    """The collection's tuned values, its files' paths resolved against its folder."""
+    values = dict(read(settings, collection).get("settings", {}))
+    base = folder(settings, collection)
+    for key in FILES:
+        value = values.get(key)
+        if isinstance(value, str) and value and not Path(value).is_absolute() \
+                and (base / value).is_file():
+            values[key] = str(base / value)
+    return values
+
+
+def _relative(value, base: Path):
+    """A path inside ``base`` as a name relative to it; anything else unchanged."""
+    try:
+        return str(Path(value).resolve().relative_to(base.resolve()))
+    except (TypeError, ValueError, OSError):
+        return value
 
 
 def write(settings: Settings, collection: str, values: dict, steps: list[str]) -> Path:
@@ -66,6 +88,8 @@ def write(settings: Settings, collection: str, values: dict, steps: list[str]) -
     if bad:
         raise SpecragError(f"'{bad[0]}' cannot be tuned per collection")
     record = read(settings, collection)
+    base = folder(settings, collection)
+    values = {k: _relative(v, base) if k in FILES else v for k, v in values.items()}
     record["settings"] = {**record.get("settings", {}), **values}
     record["tuned_at"] = time.time()
     record["steps"] = sorted(set(record.get("steps", [])) | set(steps))
