@@ -288,11 +288,19 @@ def test_tune_distils_the_draft_and_the_collection_can_run_it(tiny_gguf, embedde
     assert held and {r["policy"] for r in held} == {"draft-only"}
     assert len(held) == report["questions"]["held_out"]
     assert set(d) >= {"acceptance_rate", "accepted_precision", "correct", "total_p50_ms"}
-    # kept only when the held-out replay is better; either way the view can serve it
+    # answerable held-out questions each draft gave up on, counted from the rows
+    qs = [json.loads(x) for x in (folder / "questions.jsonl").read_text().splitlines()]
+    answerable = {q["id"] for q in qs if q["kind"] != "none"}
+    assert d["gave_up"]["distill"] == sum(1 for r in held
+                                          if r["id"] in answerable and r["abstained"])
+    assert d["gives_up_more"] == (d["gave_up"]["distill"] > d["gave_up"]["before"])
+    # kept only when the held-out replay is better and gives up no more often; either
+    # way the view can serve it
     kept = "models.draft" in report["settings_written"]
     assert kept == (d["correct"] >= report["before"]["correct"] and (
         d["total_p50_ms"] < report["before"]["total_p50_ms"]
-        or d["heavy_tokens"] < report["before"]["heavy_tokens"]))
+        or d["heavy_tokens"] < report["before"]["heavy_tokens"])
+        and not d["gives_up_more"])
     # a rerun with the same questions and recipe keeps the model instead of training again
     stamp = (folder / "draft.gguf").stat().st_mtime_ns
     rows = (folder / "rows-distilled.jsonl").read_text()

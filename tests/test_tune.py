@@ -114,6 +114,27 @@ def test_a_moved_data_dir_keeps_its_tuned_files(tmp_path):
     assert profile.overrides(moved, "it")["models.draft"] == str(mine)
 
 
+def test_a_one_chunk_document_is_paired_with_its_nearest_other_document(settings, embedder,
+                                                                         tmp_path):
+    from specrag.ingest.ingestor import Ingestor
+    from specrag.retrieval.retriever import Retriever
+    from specrag.tune.questions import partner, sample
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "office.txt").write_text("The Lisbon office opened in 2019; Marta Silva leads it.\n")
+    (docs / "people.txt").write_text("Marta Silva came to the company from a Lisbon bank, "
+                                     "where she had been treasurer.\n")
+    (docs / "food.txt").write_text("The cafeteria serves vegetarian lunches on Tuesdays.\n")
+    ingestor = Ingestor(settings, embedder=embedder)
+    assert not ingestor.ingest([docs], "p").failed
+    retriever = Retriever(settings, embedder=ingestor.embedder, store=ingestor.store)
+    office = next(c for c in sample(ingestor.store, "p", 3) if c[0].source == "office.txt")
+    assert len(office) == 1  # no neighbour inside its own document
+    other = partner(retriever, "p", office[0])
+    assert other is not None and other.source == "people.txt"
+
+
 class QuestionWriter(ScriptedGenerator):
     """Writes a question from each passage's own words; answers like the handbook's heavy."""
 

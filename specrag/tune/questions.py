@@ -7,7 +7,9 @@ Claude when configured, else the local heavy model; observed and PII-redacted li
 call) for three kinds:
 
 - ``fact``: one question the chunk answers, with its answer in a few words;
-- ``multi``: one question that needs two neighbouring chunks of a document together;
+- ``multi``: one question that needs two chunks together: two neighbours in a document,
+  or, for a one-chunk document, the chunk and its nearest chunk in another document
+  (``partner``), the bridge questions a corpus of short documents is asked;
 - ``none``: a question on the chunk's topic that the documents do not answer (its
   expected answer is the abstention, ``prompts.NOT_FOUND``).
 
@@ -86,6 +88,17 @@ def sample(store, collection: str, n: int, seed: int = 0) -> list[list[Chunk]]:
             if picks and len(out) < n:
                 out.append(picks.pop())
     return out
+
+
+def partner(retriever, collection: str, chunk: Chunk, top_k: int = 5) -> Chunk | None:
+    """The chunk of another document most like ``chunk`` (the retriever's first hit
+    outside its document), or None. Without it a corpus of one-passage documents gets
+    single-fact questions only, and a draft tuned on those learns to give up on the
+    two-passage questions its users ask (BENCHMARKS.md, draft distillation)."""
+    for hit in retriever.search(chunk.text, top_k=top_k, collection=collection).hits:
+        if hit.chunk.doc_id != chunk.doc_id:
+            return hit.chunk
+    return None
 
 
 def kind_for(i: int) -> str:

@@ -53,6 +53,12 @@ def to_markdown(r: dict) -> str:
                           f"({d.get('held_out_answers', 0)} answers); LoRA rank {d['rank']}, "
                           f"{d['trainable']:,} weights, bf16 {d['bf16']}; {d['size_mb']} MB "
                           f"(base {d['base_size_mb']} MB); seconds {d['seconds']}.")
+    if d.get("gave_up"):
+        g = d["gave_up"]
+        lines += ["", f"Answerable held-out questions the draft gave up on (\"the documents do "
+                      f"not say\"): base {g['before']}, distilled {g['distill']}"
+                      + (" (so not written: each would escalate)." if d.get("gives_up_more")
+                         else ".")]
     if d.get("matched_precision"):
         lines.append("")
     for m in d.get("matched_precision") or []:
