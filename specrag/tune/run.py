@@ -79,7 +79,10 @@ def _questions(engine, store, collection, n, seed, path, files, progress,
         kind = kind_for(i)
         if kind == "multi" and len(chunks) == 1:
             other = partner(engine.retriever, collection, chunks[0])
-            chunks, kind = ([chunks[0], other], kind) if other else (chunks, "fact")
+            if other is None:
+                kind = "fact"
+            else:
+                chunks = [chunks[0], other]
         text, usage = asyncio.run(write_one(writer, kind, chunks))
         if usage is not None:
             spent += cost(usage, engine.settings.generation.prices)
