@@ -41,6 +41,7 @@ def test_identifiers_are_words_with_letters_and_digits():
     q = "Status of ticket ZX-48431 (part SKU4471B, invoice INV-2024-07) since 2024, v2?"
     assert identifiers(q) == ["ZX-48431", "SKU4471B", "INV-2024-07"]
     assert identifiers("What did the board decide in 2024?") == []
+    assert identifiers("Who won the 52nd award of the 1990s, the 21ST or U-20?") == ["U-20"]
 
 
 def test_a_chunk_with_the_questions_identifier_leads_the_fused_list():

@@ -35,8 +35,9 @@ from specrag.types import Hit
 K = 60
 MAX_PINNED = 3
 # letters and digits in one word, at least 4 characters: ZX-48431, SKU4471B, INV-2024-07;
-# not "2024" (a year matches too much) nor "v2"
+# not "2024" (a year matches too much) nor "v2", nor an ordinal or a decade ("52nd", "1990s")
 _IDENT = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}[A-Za-z0-9]")
+_NOT_IDENT = re.compile(r"\d+(st|nd|rd|th|s)", re.I)
 
 
 def rrf(orders: Sequence[Sequence[Hashable]], k: int = K) -> list:
@@ -57,7 +58,8 @@ def fuse_orders(reranked: Sequence[int], n: int, k: int = K) -> list[int]:
 
 def identifiers(question: str) -> list[str]:
     """The question's ID-like words (letters and digits), as written, without duplicates."""
-    return list(dict.fromkeys(m.group(0) for m in _IDENT.finditer(question)))
+    return list(dict.fromkeys(m.group(0) for m in _IDENT.finditer(question)
+                              if not _NOT_IDENT.fullmatch(m.group(0))))
 
 
 def fuse_hits(dense: Sequence[Hit], keyword: Sequence[Hit], top_k: int,
