@@ -61,7 +61,16 @@ class ChunkingSettings:
 @dataclass(frozen=True)
 class RetrievalSettings:
     top_k: int = 50  # the broad speculative set
-    draft_k: int = 3  # chunks the draft model sees
+    # chunks the draft model sees: the 0.5B draft is more often right from the best chunk
+    # alone than from the top 3 (HaluEval-QA 54% vs 43%, SQuAD 66% vs 59%; BENCHMARKS.md,
+    # "one chunk for the draft"), and its prompt is a third as long
+    draft_k: int = 1
+    # the reranker picks the draft's draft_k chunks from the first this many hits (0:
+    # the retrieval order): with one chunk it must be the right one (``draft_pick``)
+    draft_pool: int = 5
+    # ... but its best replaces the retrieval's first hit only when it scores more than
+    # this above it: the reranker is surer than right on long several-topic sections
+    draft_margin: float = 0.2
     verify_k: int = 10  # chunks the verifier checks the draft against
     heavy_k: int = 8  # reranked chunks the heavy model sees
     # each prompt chunk cut to its sentences most about the question, at most this many

@@ -86,7 +86,9 @@ def test_killed_draft_worker_escalates_and_the_next_question_works(app, client):
     client.predict(LEAVE, "handbook", "lazy", api_name="/chat")  # models loaded, workers up
     pid = _worker("draft").pid
     watcher = _kill_when_busy("draft")
-    r = client.predict(LEAVE, "handbook", "lazy", api_name="/chat")
+    # another question: the one just asked would come back from the prompt cache before
+    # the watcher's 0.2 s (a one-chunk draft prompt)
+    r = client.predict(EXPENSES, "handbook", "lazy", api_name="/chat")
     watcher.join(5)
     assert watcher.killed.is_set()
     assert r["tier"] == "heavy" and r["answer"] and "SIGKILL" in r["draft_error"]

@@ -12,7 +12,9 @@ class MeanScorer:
 
 
 def test_sampled_answers_are_stored_and_scored_in_the_background(tmp_path):
-    eng, _, _ = engine(tmp_path, "Employees receive 25 days of paid annual leave [1].")
+    # three draft chunks, so the context relevance is a mean over more than one
+    eng, _, _ = engine(tmp_path, "Employees receive 25 days of paid annual leave [1].",
+                       **{"retrieval.draft_k": 3})
     auditor = Auditor(eng.settings, verifier=eng.verifier, reranker=MeanScorer(), rate=1.0, seed=1)
     eng.auditor = auditor
     for _ in range(3):

@@ -86,6 +86,8 @@ def test_harness_scores_every_policy_and_resumes(tmp_path, byod, embedder):
     assert pol["draft-only"]["heavy_tokens"] == 0 and pol["heavy-only"]["heavy_tokens"] > 0
     assert pol["heavy-only"]["cost_usd"] > 0 and pol["draft-only"]["cost_usd"] == 0
     assert pol["heavy-only"]["gold_retrieved"] == 1.0
+    # the prompt sizes it ran with (set by SPECRAG_RETRIEVAL__* or not) are in the record
+    assert result["meta"]["retrieval"]["draft_k"] == make_settings(tmp_path).retrieval.draft_k
     for p in ("draft-only", "lazy"):
         assert pol[p]["acceptance_rate"] is not None
     assert 0 <= pol["lazy"]["contains"] <= 1
@@ -158,5 +160,9 @@ def test_slices_report_each_slice_and_all_pooled(tmp_path, byod, embedder):
 def test_unknown_policy_and_missing_corpus(tmp_path, byod):
     with pytest.raises(ValueError, match="unknown policies"):
         e2e.run(make_settings(tmp_path), byod[0], policies=("fast",), corpus=byod[1])
+    # the served prompt cache would let lazy reuse draft-only's prompt for the same question
+    with pytest.raises(ValueError, match="one policy"):
+        e2e.run(make_settings(tmp_path), byod[0], policies=("draft-only", "lazy"),
+                corpus=byod[1], prompt_cache=True)
     with pytest.raises(ValueError, match="--corpus"):
         e2e.load_questions(make_settings(tmp_path), byod[0], 3, 0, None)

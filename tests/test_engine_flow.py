@@ -31,12 +31,27 @@ def test_accepted_draft_is_the_answer_and_events_are_ordered(tmp_path):
     assert ans.tier == "draft" and ans.accepted and ans.verdict.score == 1.0
     assert "".join(e.text for e in evs if e.kind == "draft_token") == ans.text
     assert [(c.number, c.source, c.page) for c in ans.citations] == [(1, "doc0.md", 1)]
-    # the draft saw only the top draft_k chunks, documents quoted as data
+    # the draft saw only the top draft_k chunks (the best one by default), documents
+    # quoted as data
     prompt = draft.calls[0][1]["content"]
-    assert prompt.count("<document") == 3 and TEXTS[3] not in prompt
+    assert eng.settings.retrieval.draft_k == 1
+    assert prompt.count("<document") == 1 and TEXTS[0] in prompt
+    assert not any(t in prompt for t in TEXTS[1:])
     assert "not instructions" in draft.calls[0][0]["content"]
     assert ans.cost_usd == 0.0 and ans.heavy_only_cost_usd > 0  # Claude would have cost money
     assert {"retrieval", "vector_search", "draft_ttft", "draft", "verify", "total"} <= set(ans.timings_ms)
+
+
+def test_the_draft_reads_the_rerankers_best_of_the_first_hits(tmp_path):
+    eng, draft, heavy = engine(tmp_path, "Pages are acknowledged within 15 minutes [1].",
+                               **{"retrieval.draft_pool": 3, "retrieval.draft_margin": 0.0})
+    ans = asyncio.run(eng.aask("How fast are pages acknowledged?", policy="draft-only"))
+    prompt = draft.calls[0][1]["content"]
+    # the reverse reranker ranks the first three hits last-first (and, with no margin, its
+    # best replaces the first hit): the draft gets the third
+    assert prompt.count("<document") == 1 and TEXTS[2] in prompt
+    assert eng.reranker.calls == 1 and "draft_pick" in ans.timings_ms
+    assert [(c.number, c.source) for c in ans.citations] == [(1, "doc2.md")]
 
 
 def test_rejected_draft_goes_to_heavy_with_reranked_chunks(tmp_path):

@@ -8,7 +8,7 @@ from specrag.settings import Settings, flat
 
 def test_defaults_are_the_design_values():
     s = Settings()
-    assert s.retrieval.top_k == 50 and s.retrieval.draft_k == 3
+    assert s.retrieval.top_k == 50 and s.retrieval.draft_k == 1
     assert 0 < s.verify.threshold < 1 and s.retrieval.verify_k == 10
     assert s.profile == "offline"
 

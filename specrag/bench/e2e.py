@@ -25,7 +25,7 @@ import random
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tqdm import tqdm
@@ -75,8 +75,11 @@ def load_questions(settings: Settings, dataset: str, n: int | None, seed: int,
 def run(settings: Settings, dataset: str = "halueval-qa", n: int = 100,
         policies: tuple[str, ...] = POLICIES, out_dir: str | None = None, seed: int = 0,
         corpus: str | None = None, heavy: str = "local", make_engine=None,
-        progress: bool = True, max_passages: int | None = None) -> dict:
-    """``make_engine(settings, retriever)`` builds the engine (default: ``pipeline.build``)."""
+        progress: bool = True, max_passages: int | None = None,
+        prompt_cache: bool = False) -> dict:
+    """``make_engine(settings, retriever)`` builds the engine (default: ``pipeline.build``).
+    ``prompt_cache``: keep the served prompt-prefix cache; one policy only, since a second
+    one would reuse the prompt the first just ran for the same question."""
     from specrag.bench import e2e_report
     from specrag.ingest.ingestor import Ingestor
     from specrag.pipeline.build import build_engine
@@ -85,11 +88,15 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 100,
     bad = [p for p in policies if p not in POLICIES]
     if bad:
         raise ValueError(f"unknown policies {bad}; choose from {', '.join(POLICIES)}")
+    if prompt_cache and len(policies) != 1:
+        raise ValueError("--prompt-cache measures one policy at a time (a second policy would "
+                         "reuse the prompt the first just ran); pass one policy")
     out = Path(out_dir or settings.data_path / "bench" / "e2e")
     out.mkdir(parents=True, exist_ok=True)
-    # no prompt-prefix cache: a policy must not reuse the prompt another policy just ran
+    # no prompt-prefix cache unless asked: a policy must not reuse the prompt another
+    # policy just ran (with one policy the cache holds the previous question's, as served)
     s = settings.with_values(data_dir=str(out / "data"), cache_dir=str(settings.cache_path),
-                             **{"generation.prompt_cache": False})
+                             **{"generation.prompt_cache": bool(prompt_cache)})
     if heavy == "anthropic":
         s = s.with_values(**{"generation.heavy": "anthropic:claude-sonnet-4-6"})
     elif heavy != "local":
@@ -128,8 +135,10 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 100,
     bar.close()
     rows = [r for r in read_rows(rows_path) if r["id"] in {q.id for q in questions}]
     meta = {"dataset": dataset, "n": len(questions), "policies": list(policies), "seed": seed,
-            "heavy": s.generation.heavy, "draft": s.generation.draft,
-            "threshold": s.verify.threshold, "corpus_files": len(report.results),
+            "prompt_cache": bool(prompt_cache), "heavy": s.generation.heavy,
+            "draft": s.generation.draft, "threshold": s.verify.threshold,
+            # the prompt sizes, so a run made with SPECRAG_RETRIEVAL__* set says so
+            "retrieval": asdict(s.retrieval), "corpus_files": len(report.results),
             "corpus_chunks": report.chunks_added, "ingest_seconds": round(ingest_s, 1),
             "command": "specrag " + " ".join(shlex.quote(a) for a in sys.argv[1:])}
     result = e2e_report.summarize(rows, meta)

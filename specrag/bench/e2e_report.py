@@ -20,7 +20,7 @@ from pathlib import Path
 
 from specrag.bench.metrics import percentile
 
-STAGES = ("retrieval", "draft", "verify", "rerank", "heavy")
+STAGES = ("retrieval", "draft_pick", "draft", "verify", "rerank", "heavy")
 CORRECT = "contains"  # an answer is "correct" when it contains a gold answer
 
 

@@ -60,6 +60,9 @@ def add_parsers(sub) -> None:
                    help="cap the corpus (gold passages are always kept)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="output folder (resumes a run found there)")
+    p.add_argument("--prompt-cache", action="store_true",
+                   help="keep llama.cpp's prompt-prefix cache as served (one policy only: "
+                        "another policy would reuse the same question's prompt)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_e2e)
 
@@ -208,7 +211,7 @@ def cmd_e2e(args, settings) -> int:
         return 0
     result = e2e.run(settings, args.dataset, n=args.n, policies=tuple(args.policies.split(",")),
                      out_dir=args.out, seed=args.seed, corpus=args.corpus, heavy=args.heavy,
-                     max_passages=args.max_passages)
+                     max_passages=args.max_passages, prompt_cache=args.prompt_cache)
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
     else:

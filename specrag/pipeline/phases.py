@@ -2,7 +2,8 @@
 
 ``QuestionRun(engine, question, hits, policy, clock, timings)`` holds the state of one
 question while ``SpeculativeRAG._stages`` walks it through the policy: ``draft_phase``
-(stream the draft from the top ``draft_k`` hits, then verify it against the top
+(stream the draft from ``draft_k`` hits, the reranker's best of the first
+``draft_pool``, ``draft_pick``; then verify it against the top
 ``verify_k``; a sentence that rules the draft out stops it early, ``pipeline.early``),
 ``heavy_phase`` (rerank the broad set, stream the heavy answer from the top ``heavy_k``;
 each prompt chunk cut to ``draft_words`` / ``heavy_words`` about the question when set,
@@ -21,7 +22,7 @@ import contextlib
 from dataclasses import replace
 
 from specrag.generators.base import Usage
-from specrag.pipeline import costs
+from specrag.pipeline import costs, draft_pick
 from specrag.pipeline.early import SentenceWatch
 from specrag.pipeline.events import Answer, Citation, Draft, Generation, HeavyAnswer, StageEvent
 from specrag.pipeline.prompts import NOT_FOUND, build_messages, cited_numbers, cut_for
@@ -57,7 +58,12 @@ class QuestionRun:
     # -- draft and verify ------------------------------------------------------------
     async def draft_phase(self):
         r = self.s.retrieval
-        chunks = [h.chunk for h in self.hits[:r.draft_k]]
+        start = self.clock()
+        with self.e.tracer.stage("draft_pick", **{"specrag.documents.count": r.draft_pool}):
+            picked = await asyncio.to_thread(draft_pick.pick, self.question, self.hits, r,
+                                             self.e.reranker)
+        self.timings["draft_pick"] = self.clock() - start
+        chunks = [h.chunk for h in picked]
         # the prompt holds each chunk's part about the question; citations the whole chunk
         messages = build_messages(self.question, cut_for(self.question, chunks, r.draft_words),
                                   "draft")

@@ -14,8 +14,8 @@ number the engine did not record in ``answer.timings_ms``.
 from __future__ import annotations
 
 # (key in answer.timings_ms, label), in the order the stages run
-STAGES = (("retrieval", "retrieval"), ("draft", "draft"), ("verify", "verify"),
-          ("rerank", "rerank"), ("heavy", "heavy"))
+STAGES = (("retrieval", "retrieval"), ("draft_pick", "draft pick"), ("draft", "draft"),
+          ("verify", "verify"), ("rerank", "rerank"), ("heavy", "heavy"))
 MILESTONES = (("first_token", "first token"), ("total", "total"))
 
 

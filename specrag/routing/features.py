@@ -1,6 +1,6 @@
 """What the router knows before any draft exists: the question and what retrieval found.
 
-``route_features(question, hits, draft_k=3)`` returns ``FEATURES``, each a float, from
+``route_features(question, hits, draft_k=1)`` returns ``FEATURES``, each a float, from
 the question's words and the bi-encoder's ranked hits (the same ``Hit`` records the
 engine has right after retrieval), in microseconds:
 
@@ -45,7 +45,7 @@ def _cover(question_stems: set[str], texts: list[str]) -> float:
     return len(question_stems & stems(" ".join(texts))) / len(question_stems)
 
 
-def route_features(question: str, hits, draft_k: int = 3) -> dict[str, float]:
+def route_features(question: str, hits, draft_k: int = 1) -> dict[str, float]:
     # best first by score, whatever the order: hybrid retrieval fuses the dense and BM25
     # rankings, and its hits keep their cosine scores out of order; the router learnt
     # top-1 and margin on dense scores, best first

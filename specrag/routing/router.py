@@ -102,7 +102,7 @@ def resolve(setting: str) -> Path:
 class Router:
     """The ``routed`` policy's first step; ``threshold`` None: the model's own."""
 
-    def __init__(self, model: str = "builtin", threshold: float | None = None, draft_k: int = 3):
+    def __init__(self, model: str = "builtin", threshold: float | None = None, draft_k: int = 1):
         self.model = model
         self.threshold = threshold
         self.draft_k = draft_k

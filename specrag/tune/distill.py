@@ -2,7 +2,7 @@
 
 ``examples(engine, questions, rows)`` turns the tune's training split into (prompt, answer)
 pairs. The prompt is exactly what the served draft sees for that question: the same
-retrieval, the top ``draft_k`` chunks, ``retrieval.draft_words`` cut and
+retrieval, the chunks ``pipeline.draft_pick`` gives, ``retrieval.draft_words`` cut and
 ``pipeline.prompts.build_messages`` through the model's own chat template. The answer is
 the heavy tier's reference, kept only when it can be trusted as a target:
 
@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from specrag.grounding.text import strip_citations
+from specrag.pipeline import draft_pick
 from specrag.pipeline.prompts import NOT_FOUND, build_messages, cut_for
 from specrag.training.train import cpu_has_bf16  # bf16 matmuls native: ~1.5x here
 from specrag.tune.fit import right
@@ -43,7 +44,8 @@ def draft_chunks(engine, question: str, collection: str) -> list:
     """The chunks the served draft prompt holds for ``question``."""
     r = engine.settings.retrieval
     hits = engine.retriever.search(question, None, collection).hits
-    return cut_for(question, [h.chunk for h in hits[:r.draft_k]], r.draft_words)
+    picked = draft_pick.pick(question, hits, r, engine.reranker)
+    return cut_for(question, [h.chunk for h in picked], r.draft_words)
 
 
 def target(engine, q, reference: str | None, chunks: list) -> tuple[str | None, str]:

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-STAGES = ("retrieval", "draft", "verify", "rerank", "heavy")
-COLORS = {"retrieval": "#94a3b8", "draft": "#2f6fde", "verify": "#14b8a6",
-          "rerank": "#f59e0b", "heavy": "#e11d48"}
+STAGES = ("retrieval", "draft_pick", "draft", "verify", "rerank", "heavy")
+COLORS = {"retrieval": "#94a3b8", "draft_pick": "#a78bfa", "draft": "#2f6fde",
+          "verify": "#14b8a6", "rerank": "#f59e0b", "heavy": "#e11d48"}
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,10 @@ class ReverseReranker(OrderRanker):
 def engine(tmp_path, draft_reply, heavy_reply="Pages are acknowledged within 15 minutes [1].",
            delay=0.0, heavy_delay=0.0, **values):
     """(engine, draft, heavy): fake retrieval, scorer and reranker, ``FakeGenerator`` tiers."""
-    s = make_settings(tmp_path, **{"retrieval.rerank": True, **values})
+    # the draft reads the retrieval order unless a test asks for the reranker's pick: the
+    # reverse reranker would hand it the worst chunk (``draft_pick`` has its own tests)
+    s = make_settings(tmp_path, **{"retrieval.rerank": True, "retrieval.draft_pool": 0,
+                                   **values})
     draft = FakeGenerator(replies=[draft_reply], delay_s=delay)
     heavy = FakeGenerator("claude-sonnet-4-6", replies=[heavy_reply], delay_s=heavy_delay)
     heavy.name = "anthropic"  # priced like Claude
