@@ -49,10 +49,11 @@ def ok(proc: subprocess.CompletedProcess, code: int = 0) -> subprocess.Completed
 
 @pytest.fixture
 def trained_verifier(tmp_path):
-    """``specrag train verifier`` at the smallest scale; its fp32 twin is removed after."""
+    """``specrag train verifier`` at the smallest scale; its fp32 twin is removed after.
+    Without VitaminC: the index this runs against no longer lists BIG-bench 1.0.0."""
     out = tmp_path / "verifier"
     proc = ok(specrag(tmp_path / "data", "train", "verifier", "--scale", "0.003", "--out",
-                      str(out), "--no-eval", "--json", timeout=600))
+                      str(out), "--no-eval", "--without", "vitaminc", "--json", timeout=600))
     yield out, json.loads(proc.stdout)
     # the run keeps its fp32 ONNX and checkpoint (~260 MB) in the shared cache, one folder
     # per --out folder: a test's tmp folder is never reused, so remove it
@@ -68,9 +69,10 @@ def test_train_verifier_writes_a_model_that_verify_loads(tmp_path, trained_verif
     stats = report["train_stats"]
     assert stats["steps"] >= 1 and stats["pairs"] >= 4 * 8  # at least 8 pairs per source
     assert 0 < stats["final_loss_ema"] < 5
-    assert set(report["train_pairs"]) == {"vitaminc", "halueval-qa", "synthetic", "halueval-sum",
+    assert set(report["train_pairs"]) == {"halueval-qa", "synthetic", "halueval-sum",
                                           "counterfactual", "paraphrase", "noisy"}
-    assert report["train_config"]["seed"] == 0 and "bigbench" in report["data"]
+    assert report["train_config"]["seed"] == 0 and report["without"] == ["vitaminc"]
+    assert "bigbench" not in report["data"] and "halueval" in report["data"]
     for name in ("model-int8.onnx", "tokenizer.json", "specrag.json", "README.md"):
         assert (out / name).is_file(), name
     assert json.loads((out / "specrag.json").read_text())["train_stats"] == stats
@@ -96,13 +98,14 @@ def test_train_verifier_writes_a_model_that_verify_loads(tmp_path, trained_verif
 
     # its calibrated head, fitted on dev pairs beside it, is what the verifier then applies
     head = json.loads(ok(specrag(tmp_path / "data", "train", "head", "--out", str(out),
-                                 "--scale", "0.05", "--json")).stdout)
+                                 "--scale", "0.05", "--without", "vitaminc", "--json")).stdout)
     # the CE logit always; span and role features as far as they pull support down
     assert head["features"][0] == "logit" and (out / "head.json").is_file()
     assert set(head["features"]) <= {"logit", "missing", "any_missing", "displaced"}
     assert len(head["weights"]) == len(head["features"])
     assert all(w <= 0 for n, w in zip(head["features"], head["weights"]) if n != "logit")
     assert "counterfactual-vitc" not in head["fitted_on"] and "counterfactual 20" in head["fitted_on"]
+    assert "vitaminc" not in head["fitted_on"]  # left out
     world = json.loads(ok(specrag(tmp_path / "data", "verify", "--context", str(context),
                                   "--answer", "Employees get 25 days of leave.", "--json",
                                   env={"SPECRAG_MODELS__VERIFIER": str(out)})).stdout)
@@ -114,12 +117,15 @@ def test_train_verifier_writes_a_model_that_verify_loads(tmp_path, trained_verif
 
 def test_calibrate_writes_a_threshold_that_verify_then_uses(tmp_path):
     data = tmp_path / "data"
+    # without VitaminC: the index this runs against no longer lists BIG-bench 1.0.0
     result = json.loads(ok(specrag(data, "calibrate", "--n", "10", "--target-precision", "0.8",
-                                   "--json")).stdout)
-    assert result["drafts"] == 70  # 10 held-out drafts from each of the seven sources
+                                   "--without", "vitaminc", "--json")).stdout)
+    assert result["drafts"] == 60  # 10 held-out drafts from each of the six sources left
+    assert result["without"] == ["vitaminc"] and "vitaminc" not in result["sources"]
+    assert len(result["sources"]) == 6
     assert result["target_met"] and result["target_precision"] == 0.8
     assert 0 < result["threshold"] < 1 and result["precision"] >= 0.8
-    assert 0 < result["recall"] <= 1 and 10 <= result["accepted"] <= 70
+    assert 0 < result["recall"] <= 1 and 10 <= result["accepted"] <= 60
     assert result["written_to"] == str(data / "specrag.yaml")
     assert f"threshold: {result['threshold']}" in (data / "specrag.yaml").read_text()
 
@@ -135,10 +141,20 @@ def test_calibrate_writes_a_threshold_that_verify_then_uses(tmp_path):
 
     # out of reach: exit 1, the best precision reported, a dry run writes nothing
     before = (data / "specrag.yaml").read_text()
-    proc = ok(specrag(data, "calibrate", "--n", "10", "--target-precision", "1.01", "--dry-run"),
-              code=1)
+    proc = ok(specrag(data, "calibrate", "--n", "10", "--target-precision", "1.01", "--dry-run",
+                      "--without", "vitaminc"), code=1)
     assert "TARGET NOT REACHED" in proc.stdout and "dry run: nothing written" in proc.stdout
+    assert "(without vitaminc)" in proc.stdout
     assert (data / "specrag.yaml").read_text() == before
+
+
+def test_an_unknown_source_to_leave_out_is_an_error_naming_the_known_ones(tmp_path):
+    for args in (("train", "verifier", "--without", "vitamin-c"),
+                 ("calibrate", "--without", "vitaminc", "--without", "vitamin-c")):
+        proc = ok(specrag(tmp_path / "data", *args), code=2)
+        assert "unknown source(s) to leave out: vitamin-c" in proc.stderr, proc.stderr
+        assert "known: vitaminc, halueval-qa" in proc.stderr
+    assert not (tmp_path / "data" / "specrag.yaml").exists()  # nothing calibrated
 
 
 # --------------------------------------------------------------------------- bench

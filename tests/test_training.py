@@ -78,12 +78,17 @@ def test_tiny_training_run_end_to_end(settings, tmp_path):
     from specrag.training import run
     from specrag.training.sources import work_dir
 
+    # without VitaminC: the index this runs against no longer lists BIG-bench 1.0.0
     out = run.train_verifier(settings, out=tmp_path / "verifier", scale=0.003, progress=False,
-                             evaluate=False)
+                             evaluate=False, without=("vitaminc",))
     # its fp32 twin (~260 MB) goes to the shared cache, one folder per --out: not reused
     shutil.rmtree(work_dir(settings, "verifier", out), ignore_errors=True)
     meta = json.loads((out / "specrag.json").read_text())
-    assert meta["train_config"]["seed"] == 0 and "bigbench" in meta["data"]
+    assert meta["train_config"]["seed"] == 0 and meta["without"] == ["vitaminc"]
+    # the record lists only what was read: no BIG-bench, no VitaminC pairs
+    assert "bigbench" not in meta["data"] and "halueval" in meta["data"]
+    assert set(meta["train_pairs"]) == set(run.VERIFIER_TRAIN) - {"vitaminc"}
+    assert "Left out (`--without`): vitaminc" in (out / "README.md").read_text()
     from specrag.training.train import resolve_precision  # what "auto" means on this machine
     assert meta["train_stats"]["precision"] == resolve_precision("auto", "cpu")
     assert (out / "model-int8.onnx").exists() and (out / "README.md").exists()
@@ -114,10 +119,12 @@ def test_a_shipped_int8_verifier_is_recovered_for_further_training(settings, tmp
     assert np.abs(recovered - int8).max() < 0.05  # dequantized weights: the same model
     # and a continued run starts from it: its first loss is the trained model's, not ln 2
     out = run.train_verifier(settings, out=tmp_path / "continued", scale=0.003, progress=False,
-                             evaluate=False, init=shipped)
+                             evaluate=False, init=shipped, without=("vitaminc",))
     shutil.rmtree(work_dir(settings, "verifier", out), ignore_errors=True)
     meta = json.loads((out / "specrag.json").read_text())
     assert meta["init"]["sha256"] == sources.sha256_file(shipped / "model-int8.onnx")
+    assert meta["without"] == ["vitaminc"] and "bigbench" not in meta["data"]
+    assert "vitaminc" not in meta["train_pairs"]
     assert meta["train_config"]["lr"] == run.CONTINUE_CONFIG["lr"] and meta["curriculum_pairs"] == {
         "synthetic": 0, "halueval-qa": 0}
     assert meta["train_stats"]["final_loss_ema"] < 0.6  # a cold start sits at ln 2 = 0.69
@@ -136,3 +143,98 @@ def test_auto_precision_picks_bf16_only_where_the_hardware_has_it():
     assert resolve_precision("fp32", "cpu", zen4) == "fp32"  # an explicit choice is kept
     with pytest.raises(ValueError, match="unknown training precision"):
         resolve_precision("fp16", "cpu", zen4)
+
+
+def _index(pages: dict):
+    """A tiny PEP 503 index on loopback serving ``pages`` (path -> bytes); yields its URL and
+    the paths asked for."""
+    import http.server
+    import threading
+
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            asked.append(self.path)
+            body = pages.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}/simple", asked
+
+
+@pytest.fixture
+def offline_bigbench(settings, tmp_path, monkeypatch):
+    """Settings with an empty training cache, no local sdist, loopback bypassing proxies."""
+    monkeypatch.delenv("SPECRAG_BIGBENCH_SDIST", raising=False)
+    for k in ("no_proxy", "NO_PROXY"):
+        monkeypatch.setenv(k, "127.0.0.1")
+    return settings.with_values(cache_dir=str(tmp_path / "cache"))
+
+
+def test_an_index_without_bigbench_1_0_0_says_to_pass_without_vitaminc(offline_bigbench,
+                                                                        monkeypatch):
+    from specrag.training import sources
+    from specrag.types import ModelUnavailable
+
+    page = b'<a href="../../packages/bigbench-0.0.1.tar.gz#sha256=00">bigbench-0.0.1.tar.gz</a>'
+    server, url, asked = _index({"/simple/bigbench/": page})
+    monkeypatch.setattr(sources, "INDEX", url)
+    try:
+        with pytest.raises(ModelUnavailable) as err:
+            sources.vitaminc_path(offline_bigbench, timeout=10)
+    finally:
+        server.shutdown()
+    assert asked == ["/simple/bigbench/"]  # the index was read, nothing downloaded
+    msg = str(err.value)
+    assert "bigbench-1.0.0.tar.gz is not listed" in msg and "--without vitaminc" in msg
+    assert "SPECRAG_BIGBENCH_SDIST" in msg and sources.BIGBENCH["sha256"] in msg
+
+
+def test_a_listed_sdist_is_downloaded_and_refused_when_its_sha256_differs(offline_bigbench,
+                                                                         monkeypatch):
+    from specrag.training import sources
+    from specrag.types import ModelUnavailable
+
+    # a relative href, as PEP 503 allows: resolved against the index page
+    page = b'<a href="../../files/bigbench-1.0.0.tar.gz#sha256=1bb3">bigbench-1.0.0.tar.gz</a>'
+    server, url, asked = _index({"/simple/bigbench/": page,
+                                 "/files/bigbench-1.0.0.tar.gz": b"not the pinned archive"})
+    monkeypatch.setattr(sources, "INDEX", url)
+    try:
+        with pytest.raises(ModelUnavailable, match="refusing to use it.*--without vitaminc"):
+            sources.vitaminc_path(offline_bigbench, timeout=10)
+    finally:
+        server.shutdown()
+    assert asked == ["/simple/bigbench/", "/files/bigbench-1.0.0.tar.gz"]
+    # a local copy that is not there is an error too, not a silent download
+    missing = offline_bigbench.cache_path / "missing.tar.gz"
+    monkeypatch.setenv("SPECRAG_BIGBENCH_SDIST", str(missing))
+    with pytest.raises(ModelUnavailable, match="is not a file.*--without vitaminc"):
+        sources.vitaminc_path(offline_bigbench, timeout=10)
+
+
+def test_leaving_vitaminc_out_drops_its_sets_and_an_unknown_name_is_rejected(settings):
+    from specrag.training import calibrate, data, run
+
+    every = data.SOURCES + data.HARD
+    assert data.kept(every, ("vitaminc",)) == tuple(
+        s for s in every if s not in ("vitaminc", "counterfactual-vitc"))
+    assert data.kept(every) == every
+    assert data.kept(every, "vitaminc") == data.kept(every, ["vitaminc"])
+    assert data.left_out(["vitaminc", "noisy", "vitaminc"]) == ["vitaminc", "noisy"]
+    assert "bigbench" in run.data_versions() and "bigbench" not in run.data_versions(["vitaminc"])
+    # rejected before any data is read or model loaded (so these return at once)
+    for call in (lambda: data.kept(every, ("vitamin-c",)),
+                 lambda: run.train_verifier(settings, without=("vitaminc", "vitamin-c")),
+                 lambda: run.train_reranker(settings, without=("bigbench",)),
+                 lambda: run.train_head(settings, without=("vitamin-c",)),
+                 lambda: calibrate.calibrate(settings, without=("vitamin-c",))):
+        with pytest.raises(ValueError, match=r"to leave out: .*\(known: vitaminc, halueval-qa"):
+            call()

@@ -17,6 +17,12 @@ def _progress(args) -> bool:
     return not getattr(args, "json", False) and (sys.stderr.isatty() or "SPECRAG_PROGRESS" in os.environ)
 
 
+# named here, not imported from ``training.data``: the parser must not import the training
+# code; the names are checked where they are used (``training.data.left_out``)
+WITHOUT_HELP = ("leave a data source out, with the sets built from it (repeatable); e.g. "
+                "vitaminc when BIG-bench's sdist cannot be fetched (or set SPECRAG_BIGBENCH_SDIST)")
+
+
 def add_parsers(sub) -> None:
     tr = sub.add_parser("train", help="train the verifier or reranker cross-encoder (CPU), "
                                       "its head, or the query router")
@@ -36,6 +42,8 @@ def add_parsers(sub) -> None:
     tr.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
                     help="verifier/reranker: bf16 autocast where the CPU (AVX-512 BF16, AMX) or "
                          "a GPU has it (auto), or force one")
+    tr.add_argument("--without", action="append", default=[], metavar="SOURCE",
+                    help="verifier/head/reranker: " + WITHOUT_HELP)
     tr.add_argument("--json", action="store_true")
     tr.set_defaults(func=cmd_train)
 
@@ -65,6 +73,8 @@ def add_parsers(sub) -> None:
     ca.add_argument("--target-precision", type=float, default=None,
                     help="default 0.95 on pair labels, 0.90 with --e2e")
     ca.add_argument("--n", type=int, default=400, help="held-out drafts per source")
+    ca.add_argument("--without", action="append", default=[], metavar="SOURCE",
+                    help="pair labels: " + WITHOUT_HELP)
     ca.add_argument("--dry-run", action="store_true", help="print, do not write the settings file")
     ca.add_argument("--json", action="store_true")
     ca.set_defaults(func=cmd_calibrate)
@@ -103,10 +113,12 @@ def cmd_train(args, settings) -> int:
     if args.model == "router":
         from specrag.cli.router import cmd_train_router
 
+        if args.without:  # the router reads `bench e2e` runs, no training data
+            raise ValueError("--without does not apply to `train router`")
         return cmd_train_router(args, settings)
     if args.model == "head":
         out = run.train_head(settings, out=Path(args.out) if args.out else None, seed=args.seed,
-                             n_per_source=max(10, int(400 * args.scale)))
+                             n_per_source=max(10, int(400 * args.scale)), without=args.without)
         head = json.loads((out / "head.json").read_text())
         print(json.dumps(head, indent=2) if args.json else f"head written to {out / 'head.json'}: {head}")
         return 0
@@ -114,7 +126,7 @@ def cmd_train(args, settings) -> int:
     extra = {"init": Path(args.init)} if args.init and args.model == "verifier" else {}
     out = fn(settings, out=Path(args.out) if args.out else None, scale=args.scale, seed=args.seed,
              progress=_progress(args) or not args.json, evaluate=not args.no_eval,
-             precision=args.precision, **extra)
+             precision=args.precision, without=args.without, **extra)
     meta = json.loads((out / "specrag.json").read_text())
     print(json.dumps({"out": str(out), **meta}, indent=2) if args.json
           else f"{args.model} written to {out} ({meta['train_stats']})")
@@ -176,8 +188,11 @@ def cmd_calibrate(args, settings) -> int:
     from specrag.training.calibrate import calibrate, settings_file, write_threshold
 
     if args.e2e:
+        if args.without:  # replayed `bench e2e` rows, no training data
+            raise ValueError("--without applies to pair-label calibration, not --e2e")
         return _calibrate_e2e(args, settings)
-    result = calibrate(settings, args.target_precision or 0.95, args.n, progress=_progress(args))
+    result = calibrate(settings, args.target_precision or 0.95, args.n, progress=_progress(args),
+                       without=args.without)
     path = settings_file(args.config, settings)
     if not args.dry_run:
         write_threshold(path, result["threshold"])
@@ -187,7 +202,8 @@ def cmd_calibrate(args, settings) -> int:
     else:
         met = "" if result["target_met"] else " (TARGET NOT REACHED: best precision shown)"
         print(f"verify.threshold = {result['threshold']}: precision {result['precision']:.3f}, "
-              f"recall {result['recall']:.3f} on {result['drafts']} held-out drafts{met}")
+              f"recall {result['recall']:.3f} on {result['drafts']} held-out drafts{met}"
+              + (f" (without {', '.join(result['without'])})" if result["without"] else ""))
         print(f"written to {path}" if not args.dry_run else "dry run: nothing written")
     return 0 if result["target_met"] else 1
 

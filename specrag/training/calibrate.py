@@ -4,7 +4,9 @@
 training, disjoint from ``test``) draft by draft with the ``Verifier`` (sentence split,
 max over chunks, min over sentences: exactly what runs in production), then picks the
 lowest threshold whose accepted drafts reach the target precision, i.e. the one that
-accepts the most drafts at that precision. ``write_threshold`` stores it as
+accepts the most drafts at that precision. ``without`` (``--without vitaminc``) leaves
+sources out with the sets built from them (``training.data.kept``); the result names the
+sources it used and those left out. ``write_threshold`` stores it as
 ``verify.threshold`` in a settings YAML file, keeping the file's other values.
 
 Deliberately not here: training, and benchmark metrics on ``test`` (``bench.verifier``).
@@ -61,16 +63,19 @@ def choose_threshold(scores, labels, target_precision: float = 0.95,
 
 
 def calibrate(settings: Settings, target_precision: float = 0.95, n_per_source: int = 400,
-              seed: int = 0, verifier=None, progress: bool = True) -> dict:
+              seed: int = 0, verifier=None, progress: bool = True, without=()) -> dict:
     from specrag.pipeline.build import build_verifier
     from specrag.training import data
 
+    use = data.kept(CALIBRATION_SOURCES, without)  # checked before any model loads
     verifier = verifier or build_verifier(settings)  # the one serving uses
-    pairs = data.sample(data.verifier_pairs(settings, seed, CALIBRATION_SOURCES), "dev",
-                        {s: n_per_source for s in CALIBRATION_SOURCES}, seed)
+    pairs = data.sample(data.verifier_pairs(settings, seed, use), "dev",
+                        {s: n_per_source for s in use}, seed)
     scores = draft_scores(verifier, pairs, progress)
     result = choose_threshold(scores, [p.label for p in pairs], target_precision)
     result["drafts"] = len(pairs)
+    result["sources"] = list(use)
+    result["without"] = data.left_out(without)
     result["threshold"] = round(result["threshold"], 4)
     return result
 

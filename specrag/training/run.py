@@ -2,10 +2,11 @@
 
 Each run is reproducible from what it records in the model folder's ``specrag.json``:
 the seed, the training config, the pinned data sources and how many pairs of each
-were used. ``out`` defaults to ``specrag/models/<name>`` (the shipped default); the
-fp32 ONNX and torch checkpoint go to ``cache/training/runs/<name>`` for benchmarks.
-Evaluation failures never lose a trained model: the card then says to run
-``specrag bench``.
+were used. ``without`` (``--without vitaminc``) leaves a source out, with the sets built
+from it (``training.data.kept``): the record then says so and no longer lists its file.
+``out`` defaults to ``specrag/models/<name>`` (the shipped default); the fp32 ONNX and
+torch checkpoint go to ``cache/training/runs/<name>`` for benchmarks. Evaluation
+failures never lose a trained model: the card then says to run ``specrag bench``.
 
 Deliberately not here: the training loop (``training.train``), pair construction
 (``training.data``, ``training.rerank_data``) and metrics (``bench.verifier``/``reranker``).
@@ -55,23 +56,27 @@ def _log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def data_versions() -> dict:
+def data_versions(without=()) -> dict:
+    """The pinned files a run reads; BIG-bench only where VitaminC was read from it."""
     from specrag.datasets import PINNED
 
-    return {"bigbench": f"{BIGBENCH['file']}#sha256={BIGBENCH['sha256']}", **WHEELS,
-            **{f"datasets:{k}": v for k, v in PINNED.items()}}
+    bigbench = {} if "vitaminc" in without else {
+        "bigbench": f"{BIGBENCH['file']}#sha256={BIGBENCH['sha256']}"}
+    return {**bigbench, **WHEELS, **{f"datasets:{k}": v for k, v in PINNED.items()}}
 
 
 def train_verifier(settings: Settings, out: Path | None = None, scale: float = 1.0,
                    seed: int = 0, progress: bool = True, evaluate: bool = True,
-                   init: Path | None = None, precision: str = "auto") -> Path:
+                   init: Path | None = None, precision: str = "auto", without=()) -> Path:
     from specrag.training import data
 
+    without = data.left_out(without)
     out = Path(out) if out else sources.BUILTIN_DIR / "verifier"
     config = replace(CONFIGS["verifier"], seed=seed, precision=precision,
                      **(CONTINUE_CONFIG if init else {}))
     sizes = VERIFIER_CONTINUE if init else VERIFIER_TRAIN
-    per_source = {k: max(8, int(v * scale)) for k, v in sizes.items()}
+    use = data.kept(sizes, without)
+    per_source = {k: max(8, int(v * scale)) for k, v in sizes.items() if k in use}
     _log("reading verifier data")
     every = data.verifier_pairs(settings, seed, tuple(per_source))
     pairs = data.sample(every, "train", per_source, seed)
@@ -80,8 +85,9 @@ def train_verifier(settings: Settings, out: Path | None = None, scale: float = 1
     # the curriculum is not scaled down with the rest above a tenth: with 1,120 pairs
     # (scale 0.7) the loss never left ln 2 in 290 steps; the shipped 1,600 get it off
     cur = scale if scale < 0.1 or scale > 1 else 1.0  # tiny test runs keep tiny curricula
+    curriculum = {k: VERIFIER_FIRST[k] for k in data.kept(VERIFIER_FIRST, without)}
     first = [] if init else data.sample(  # a trained model needs no curriculum
-        every, "train", {k: max(8, int(v * cur)) for k, v in VERIFIER_FIRST.items()}, seed + 1)
+        every, "train", {k: max(8, int(v * cur)) for k, v in curriculum.items()}, seed + 1)
     counts = {s: sum(p.source == s for p in pairs) for s in per_source}
     _log(f"training on {len(first)} curriculum pairs, then {len(pairs)} pairs {counts}")
     words = settings.verify.evidence_words
@@ -91,11 +97,11 @@ def train_verifier(settings: Settings, out: Path | None = None, scale: float = 1
 
     return _finish(settings, "verifier", cut(pairs), config, out, progress, evaluate,
                    {"train_pairs": counts, "repeat": VERIFIER_REPEAT,
-                    "curriculum_pairs": {s: sum(p.source == s for p in first) for s in VERIFIER_FIRST},
+                    "curriculum_pairs": {s: sum(p.source == s for p in first) for s in curriculum},
                     "evidence_words": words, "pooling": "mean",
                     "pair_order": "premise, hypothesis",
                     **({"init": _init_record(init)} if init else {})}, first=cut(first),
-                   init=init)
+                   init=init, without=without)
 
 
 def _init_record(init: Path) -> dict:
@@ -111,22 +117,24 @@ HEAD_SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic", "counter
 
 
 def train_head(settings: Settings, out: Path | None = None, n_per_source: int = 400,
-               seed: int = 0) -> Path:
+               seed: int = 0, without=()) -> Path:
     """Fit the verifier's ``GroundingHead`` on ``dev`` pairs and write ``head.json`` beside
-    the model (``out``, default the configured verifier): seconds, not an hour."""
+    the model (``out``, default the configured verifier): seconds, not an hour. Its
+    ``fitted_on`` names the sources it saw, so a head fitted ``without`` some says so."""
     from specrag.grounding.crossencoder import CrossEncoder
     from specrag.grounding.head import GroundingHead, cell_inputs
     from specrag.training import data
 
+    use = data.kept(HEAD_SOURCES, without)
     ce = CrossEncoder(settings, "verifier", model=str(out) if out else None).warm_up()
     _log("reading dev pairs")
-    pairs = data.sample(data.verifier_pairs(settings, seed, HEAD_SOURCES), "dev",
-                        {s: n_per_source for s in HEAD_SOURCES}, seed)
+    pairs = data.sample(data.verifier_pairs(settings, seed, use), "dev",
+                        {s: n_per_source for s in use}, seed)
     words = settings.verify.evidence_words
     _log(f"scoring {len(pairs)} dev pairs")
     scores = ce.predict([(select(p.premise, p.hypothesis, words), p.hypothesis) for p in pairs])
     gone, roles = cell_inputs([(p.premise, p.hypothesis) for p in pairs])
-    counts = {s: sum(p.source == s for p in pairs) for s in HEAD_SOURCES}
+    counts = {s: sum(p.source == s for p in pairs) for s in use}
     head = GroundingHead.fit(scores, gone, [p.label for p in pairs], roles,
                              fitted_on="dev pairs: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     path = head.save(ce.model_dir)
@@ -136,9 +144,13 @@ def train_head(settings: Settings, out: Path | None = None, n_per_source: int = 
 
 def train_reranker(settings: Settings, out: Path | None = None, scale: float = 1.0,
                    seed: int = 0, progress: bool = True, evaluate: bool = True,
-                   precision: str = "auto") -> Path:
+                   precision: str = "auto", without=()) -> Path:
+    """The reranker reads HaluEval-QA and SQuAD questions only, never VitaminC: ``without``
+    is checked and recorded so ``specrag train ... --without`` means the same everywhere."""
     from specrag.training import rerank_data
+    from specrag.training.data import left_out
 
+    without = left_out(without)
     out = Path(out) if out else sources.BUILTIN_DIR / "reranker"
     config = replace(CONFIGS["reranker"], seed=seed, precision=precision)
     items = []
@@ -153,25 +165,28 @@ def train_reranker(settings: Settings, out: Path | None = None, scale: float = 1
     return _finish(settings, "reranker", triples, config, out, progress, evaluate,
                    {"train_questions": counts, "negatives_per_question": 3,
                     "curriculum_pairs": len(first), "pooling": "mean",
-                    "pair_order": "query, passage"}, first=first)
+                    "pair_order": "query, passage"}, first=first, without=without)
 
 
 def _finish(settings, name, triples, config, out, progress, evaluate, extra, first=(),
-            init=None) -> Path:
+            init=None, without=()) -> Path:
     base = sources.resolve("embedder", settings)
     model, tok, stats = fit(triples, config, base, progress=progress, log=_log, first=list(first),
                             init=init)
     _log(f"trained {stats}; exporting int8 ONNX to {out}")
     work = work_dir(settings, name, out)
     export(model, tok, out, work, config.max_length)
+    # the reranker never reads VitaminC: its record never lists BIG-bench
+    read = data_versions(without if name == "verifier" else ("vitaminc",))
     meta = {"kind": name, "max_length": SERVE_MAX_LENGTH, "train_config": config.to_dict(),
-            "base": sources.source_for("embedder", settings), "data": data_versions(),
+            "base": sources.source_for("embedder", settings), "data": read,
+            **({"without": list(without)} if without else {}),
             "train_stats": stats, "created": time.strftime("%Y-%m-%d"), **extra}
     (out / "specrag.json").write_text(json.dumps(meta, indent=2) + "\n")
     evaluation = ""
     if evaluate:
         try:
-            evaluation = _evaluate(settings, name, out, work)
+            evaluation = _evaluate(settings, name, out, work, without)
         except Exception as err:  # noqa: BLE001 - the model is saved; say what to run
             _log(f"evaluation failed ({type(err).__name__}: {err})")
             evaluation = f"Evaluation failed ({type(err).__name__}); run `specrag bench {name}`.\n"
@@ -180,12 +195,18 @@ def _finish(settings, name, triples, config, out, progress, evaluate, extra, fir
     return out
 
 
-def _evaluate(settings, name, out, work) -> str:
+def _evaluate(settings, name, out, work, without=()) -> str:
+    # the verifier's test pairs include VitaminC: a run without it is evaluated without it
     if name == "verifier":
         from specrag.bench import verifier as bench
+
+        kw = {"without": tuple(without)}
     else:
         from specrag.bench import reranker as bench
-    result = bench.run(settings, model_dir=out, fp32_path=work / "model-fp32.onnx", quick=True)
+
+        kw = {}
+    result = bench.run(settings, model_dir=out, fp32_path=work / "model-fp32.onnx", quick=True,
+                       **kw)
     return bench.to_markdown(result)
 
 
@@ -241,6 +262,9 @@ def write_card(out: Path, meta: dict, evaluation: str) -> None:
         training += (f" Continued from `{init.get('model')}` (sha256 {str(init.get('sha256'))[:12]}…, "
                      f"created {init.get('created')}; its weights recovered from the int8 ONNX by "
                      "`specrag.training.from_onnx`) with `specrag train verifier --init`.")
+    if without := meta.get("without"):
+        training += (f" Left out (`--without`): {', '.join(without)}, with the sets built from "
+                     "it; `specrag.json` lists only the data files read.")
     if meta.get("evidence_words"):
         training += (f" Premises cut to their sentences about the claim "
                      f"({meta['evidence_words']} words, `specrag.grounding.evidence`), as in serving.")

