@@ -26,6 +26,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt
 
 LEAVE = "How many days of paid annual leave do employees get?"
 EXPENSES = "Within how many days must expense claims be submitted?"
+PASSWORDS = "How long must passwords be?"
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +87,10 @@ def test_killed_draft_worker_escalates_and_the_next_question_works(app, client):
     client.predict(LEAVE, "handbook", "lazy", api_name="/chat")  # models loaded, workers up
     pid = _worker("draft").pid
     watcher = _kill_when_busy("draft")
-    # another question: the one just asked would come back from the prompt cache before
-    # the watcher's 0.2 s (a one-chunk draft prompt)
-    r = client.predict(EXPENSES, "handbook", "lazy", api_name="/chat")
+    # a question no worker has seen: one just asked comes back from llama.cpp's prompt
+    # cache before the watcher's 0.2 s (a one-chunk draft prompt), and the heavy test
+    # below asks EXPENSES of a heavy worker that must not have it cached either
+    r = client.predict(PASSWORDS, "handbook", "lazy", api_name="/chat")
     watcher.join(5)
     assert watcher.killed.is_set()
     assert r["tier"] == "heavy" and r["answer"] and "SIGKILL" in r["draft_error"]
