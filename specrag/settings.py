@@ -72,7 +72,11 @@ class RetrievalSettings:
     # this above it: the reranker is surer than right on long several-topic sections
     draft_margin: float = 0.2
     verify_k: int = 10  # chunks the verifier checks the draft against
-    heavy_k: int = 8  # reranked chunks the heavy model sees
+    heavy_k: int = 8  # reranked chunks the heavy model sees, at most
+    # ... of which those past the first heavy_min_k only when the reranker scores them at
+    # least this (0: all heavy_k): most of the top 8 score near zero (``heavy_pick``)
+    heavy_min_score: float = 0.05
+    heavy_min_k: int = 3
     # each prompt chunk cut to its sentences most about the question, at most this many
     # words (0: whole): prefill is most of a local model's time to first token
     draft_words: int = 0

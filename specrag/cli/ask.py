@@ -14,6 +14,7 @@ import asyncio
 import json
 import sys
 
+from specrag.pipeline import heavy_pick
 from specrag.pipeline.events import POLICIES
 from specrag.pipeline.summary import cost_parts, timing_parts
 
@@ -85,7 +86,8 @@ async def _render(engine, question, policy, collection) -> None:
         elif ev.kind == "rerank_done":
             r = engine.settings.retrieval
             order = "reranked" if r.rerank else "retrieval order"
-            out.write(f"\nheavy model answering from the top {min(r.heavy_k, len(ev.reranked))} "
+            shown = len(heavy_pick.pick(ev.reranked, r))
+            out.write(f"\nheavy model answering from the top {shown} "
                       f"of {len(ev.reranked)} chunks ({order})\n")
         elif ev.kind == "heavy_token":
             out.write(ev.text)

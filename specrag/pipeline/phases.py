@@ -5,7 +5,8 @@ question while ``SpeculativeRAG._stages`` walks it through the policy: ``draft_p
 (stream the draft from ``draft_k`` hits, the reranker's best of the first
 ``draft_pool``, ``draft_pick``; then verify it against the top
 ``verify_k``; a sentence that rules the draft out stops it early, ``pipeline.early``),
-``heavy_phase`` (rerank the broad set, stream the heavy answer from the top ``heavy_k``;
+``heavy_phase`` (rerank the broad set, stream the heavy answer from the top ``heavy_k``
+less those the reranker calls irrelevant, ``heavy_pick``;
 each prompt chunk cut to ``draft_words`` / ``heavy_words`` about the question when set,
 ``prompts.cut_for``) and, under ``eager``, ``start_eager`` / ``cancel_eager`` (rerank and
 heavy generation started beside the draft, into a bounded buffer). ``final`` makes the
@@ -22,7 +23,7 @@ import contextlib
 from dataclasses import replace
 
 from specrag.generators.base import Usage
-from specrag.pipeline import costs, draft_pick
+from specrag.pipeline import costs, draft_pick, heavy_pick
 from specrag.pipeline.early import SentenceWatch
 from specrag.pipeline.events import Answer, Citation, Draft, Generation, HeavyAnswer, StageEvent
 from specrag.pipeline.prompts import NOT_FOUND, build_messages, cited_numbers, cut_for
@@ -110,7 +111,7 @@ class QuestionRun:
 
     def _heavy_messages(self, reranked) -> tuple[list[dict], list]:
         r = self.s.retrieval
-        chunks = [h.chunk for h in reranked[:r.heavy_k]]
+        chunks = [h.chunk for h in heavy_pick.pick(reranked, r)]
         return build_messages(self.question, cut_for(self.question, chunks, r.heavy_words),
                               "heavy"), chunks
 
