@@ -170,6 +170,8 @@ async def answer_row(engine, q: Question, policy: str, collection: str) -> dict:
         "id": q.id, "policy": policy, "question": q.question, "answers": list(q.answers),
         "prediction": ans.text, "tier": ans.tier,
         "draft": ans.draft.text if ans.draft else None,
+        # the draft model's log-probability of each token it chose (empty when unknown)
+        "draft_logprobs": list(ans.draft.usage.logprobs) if ans.draft and ans.draft.usage else [],
         "verdict_score": ans.verdict.score if ans.verdict else None,
         "grounded": ans.verdict.grounded if ans.verdict else None,
         "relevance": ans.verdict.relevance if ans.verdict else None,

@@ -1,7 +1,11 @@
 """Answer-quality metrics: exact match, token F1 and gold-answer containment.
 
 Normalisation follows the SQuAD evaluation script: lower-case, drop punctuation and
-the articles a/an/the, collapse whitespace. Every metric takes the best score over
+the articles a/an/the, collapse whitespace. Beyond that script, typography that says
+nothing about the answer is folded first: Unicode dashes and quotes become their ASCII
+forms (a gold "1963–64" is the model's "1963-64"), accents are dropped ("Agüero" is
+"Aguero") and a possessive 's goes ("Cam Newton's pass" contains "Cam Newton").
+Every metric takes the best score over
 the gold aliases. ``containment`` asks whether a normalised gold answer appears inside
 the normalised prediction: the fair measure for sentence-long RAG answers that
 contain a short gold span. Citation markers ``[n]`` are removed first.
@@ -13,16 +17,22 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 
 from specrag.grounding.text import strip_citations
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
+_TYPOGRAPHY = str.maketrans({**{c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"},
+                             "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_POSSESSIVE = re.compile(r"(?<=\w)'s\b")
 
 
 def normalize(text: str) -> str:
-    text = strip_citations(text or "").lower().translate(_PUNCT)
+    text = unicodedata.normalize("NFKD", strip_citations(text or "").translate(_TYPOGRAPHY))
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = _POSSESSIVE.sub("", text.lower()).translate(_PUNCT)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 

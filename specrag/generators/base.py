@@ -43,6 +43,10 @@ class Usage:
     ttft_ms: float = 0.0
     total_ms: float = 0.0
     cancelled: bool = False
+    # the log-probability of each token the model chose, where the backend reports it
+    # (llama.cpp: ``generators.confidence``); the verdict reads the draft's confidence
+    # from it. Empty when unknown.
+    logprobs: tuple[float, ...] = ()
 
 
 @runtime_checkable

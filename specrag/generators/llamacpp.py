@@ -28,6 +28,7 @@ import threading
 from pathlib import Path
 
 from specrag.generators.base import Timer, Usage, register, stream_from_thread
+from specrag.generators.confidence import TokenConfidence
 from specrag.generators.worker import ModelWorker
 from specrag.generators.worker_child import load_llama
 
@@ -41,7 +42,8 @@ class LlamaCppGenerator:
 
     def __init__(self, model: str = "", model_path: str | os.PathLike | None = None,
                  n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True,
-                 isolation: str = "process", extra_bufts: bool = False, role: str = ""):
+                 isolation: str = "process", extra_bufts: bool = False, role: str = "",
+                 logprobs: bool = True):
         if isolation not in ISOLATION:
             raise ValueError(f"llama-cpp isolation must be one of {', '.join(ISOLATION)}, "
                              f"got '{isolation}'")
@@ -55,6 +57,9 @@ class LlamaCppGenerator:
         self.isolation = isolation
         self.role = role  # "draft" / "heavy": names the worker in logs and errors
         self.extra_bufts = extra_bufts
+        # record each chosen token's log-probability (``confidence``): the verdict weighs
+        # the draft's own confidence; < 1 ms a token
+        self.logprobs = logprobs
         self._llm = None  # isolation "thread"
         self.worker: ModelWorker | None = None  # isolation "process"
         self._lock = threading.Lock()
@@ -83,7 +88,7 @@ class LlamaCppGenerator:
         self.warm_up()
         produce = self._in_worker if self.isolation == "process" else self._in_thread
         request = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature,
-                   "reset": not self.prompt_cache}
+                   "reset": not self.prompt_cache, "logprobs": self.logprobs}
         async for item in stream_from_thread(lambda stop: produce(request, stop)):
             yield item
 
@@ -100,9 +105,11 @@ class LlamaCppGenerator:
                 self._llm.reset()
             timer = Timer()
             out = 0
+            conf = TokenConfidence() if request["logprobs"] else None
             chunks = self._llm.create_chat_completion(
                 messages=request["messages"], max_tokens=request["max_tokens"],
-                temperature=request["temperature"], stream=True)
+                temperature=request["temperature"], stream=True,
+                logits_processor=[conf] if conf else None)
             for chunk in chunks:
                 text = chunk["choices"][0]["delta"].get("content")
                 if text:
@@ -114,7 +121,8 @@ class LlamaCppGenerator:
             # the context holds prompt + generated tokens once generation stops
             prompt = max(0, self._llm.n_tokens - out)
             yield Usage("llama-cpp", self.model, prompt, out, timer.ttft_ms,
-                        timer.total_ms, cancelled=stop.is_set())
+                        timer.total_ms, cancelled=stop.is_set(),
+                        logprobs=tuple(conf.logprobs) if conf else ())
 
     def count_tokens(self, text: str) -> int:
         self.warm_up()

@@ -22,6 +22,8 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
+from specrag.generators.confidence import TokenConfidence
+
 # -- loading -----------------------------------------------------------------------------
 _LOAD_LOCK = threading.Lock()
 
@@ -99,8 +101,10 @@ def _generate(conn, llm, rid: int, req: dict) -> bool:
     first = None
     out = 0
     cancelled = False
+    conf = TokenConfidence() if req.get("logprobs") else None
     chunks = llm.create_chat_completion(messages=req["messages"], max_tokens=req["max_tokens"],
-                                        temperature=req["temperature"], stream=True)
+                                        temperature=req["temperature"], stream=True,
+                                        logits_processor=[conf] if conf else None)
     for chunk in chunks:
         text = chunk["choices"][0]["delta"].get("content")
         if text:
@@ -117,7 +121,7 @@ def _generate(conn, llm, rid: int, req: dict) -> bool:
         # the context holds prompt + generated tokens once generation stops
         "input_tokens": max(0, llm.n_tokens - out), "output_tokens": out,
         "ttft_ms": ((first or now) - t0) * 1000, "total_ms": (now - t0) * 1000,
-        "cancelled": cancelled}))
+        "cancelled": cancelled, "logprobs": tuple(conf.logprobs) if conf else ()}))
     return True
 
 
