@@ -240,3 +240,19 @@ def test_a_sentence_checked_while_drafting_is_not_scored_again_in_the_verdict(se
     whole = v.verify(first + " Marie Curie received a Nobel Prize for chemistry.", chunks)
     assert runs == [1] * (2 * v.per_sentence)  # the second sentence's pairs only
     assert whole.sentences[0].score == early.sentences[0].score
+
+def test_a_yes_answer_is_judged_as_the_claim_it_makes(settings):
+    """ "Yes, ..." used to count as a name missing from the passage: the shipped model gave
+    the right draft P(right) 0.21 against 0.47 for the same sentence without "Yes,"."""
+    from specrag.grounding.verifier import Verifier
+
+    chunks = ["Employees may work remotely up to two days a week with their manager's "
+              "approval. Offices open at 8 am.", "The cafeteria serves lunch from noon."]
+    question = "Can employees work from home?"
+    v = Verifier(settings)
+    yes = v.verify("Yes, employees may work remotely up to two days a week.", chunks, question)
+    plain = v.verify("Employees may work remotely up to two days a week.", chunks, question)
+    wrong = v.verify("Yes, employees may work remotely every day.", chunks, question)
+    assert yes.relevance is not None and yes.signals == pytest.approx(plain.signals, abs=0.05)
+    assert yes.score == pytest.approx(plain.score, abs=0.03)
+    assert yes.grounded > 0.8 and wrong.grounded < yes.grounded - 0.2

@@ -24,6 +24,8 @@ def test_key_spans_are_names_numbers_and_months_not_sentence_openers():
         ("number", "1889"), ("name", "Brenner")]
     assert ("name", "Gustave Eiffel") in key_spans("Gustave Eiffel designed the tower.")
     assert key_spans("the tower is tall.") == []
+    # an answer's opening "Yes," names no one (it cost every such draft its relevance)
+    assert key_spans("Yes, Brenner finished it.") == [("name", "Brenner")]
     assert numbers("It cost 1,063 dollars, twelve times more.") == {1063.0, 12.0}
 
 

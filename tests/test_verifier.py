@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from specrag.grounding.text import claims, split_sentences, strip_citations
-from specrag.grounding.verifier import Verifier, is_abstention
+from specrag.grounding.verifier import Verifier, affirmed, is_abstention
 from specrag.training.calibrate import choose_threshold, write_threshold
 
 
@@ -166,3 +166,16 @@ def test_the_latency_benchmark_times_sentences_the_cross_encoder_must_score():
     assert draft.startswith("Depot 0 opened in 1800.") and len(chunks) == 10
     with pytest.raises(ValueError, match="no claims to time"):
         latency_case(copy)
+
+
+def test_an_opening_yes_or_no_is_not_part_of_the_claim_checked(settings):
+    assert affirmed("Yes, Koundouros and Hanson were both film directors.") == \
+        "Koundouros and Hanson were both film directors."
+    assert affirmed("No, it was not built before 1900.") == "It was not built before 1900."
+    assert affirmed("Yes, it was.") == "Yes, it was."  # a bare answer keeps its word
+    assert affirmed("Yesterday the office opened at nine.") == "Yesterday the office opened at nine."
+    assert affirmed("Nobody saw the tower from the river.") == "Nobody saw the tower from the river."
+    scorer = FakeScorer()  # scores by the claim's first word: "Paris" is in the chunk
+    verdict = Verifier(settings, scorer=scorer, threshold=0.5).verify(
+        "Yes, Paris is the capital of France.", ["paris is the capital of france"])
+    assert verdict.accepted and scorer.calls[0][0][1] == "Paris is the capital of France."

@@ -36,7 +36,8 @@ _WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
                  "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 # words that open sentences capitalised without naming anything
 _OPENERS = STOP_WORDS | {"however", "although", "after", "before", "during", "since", "while",
-                         "according", "its", "their", "his", "her", "today", "there"}
+                         "according", "its", "their", "his", "her", "today", "there",
+                         "yes"}  # "Yes, ..." opens an answer; it names nothing
 
 
 def value_of(token: str) -> float | None:

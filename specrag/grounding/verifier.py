@@ -27,7 +27,10 @@
    (``roles.displaced``): the cross-encoder alone leans on what it knows about the
    world and misses a name put in another role.
    Given the question, a bare answer of at most ``ANSWER_WORDS`` words ("In 1869.") is
-   scored as ``qa_claim(question, answer)``: alone it claims nothing checkable.
+   scored as ``qa_claim(question, answer)``: alone it claims nothing checkable. A longer
+   sentence that opens with "Yes," or "No," is scored without that word (``affirmed``):
+   it claims the rest, and the small cross-encoder scored "Yes, A and B were both film
+   directors." 0.03 against a passage saying so (0.38 without "Yes,").
 4. ``grounded`` aggregates the sentence scores. Given the ``question`` and an
    ``AcceptanceModel`` (``verify.acceptance``), the verdict also asks whether the draft
    answers it (``relevance``) and ``score`` is the two combined, P(right), accepted at
@@ -145,6 +148,18 @@ QUOTE_MIN_WORDS = 4
 ANSWER_WORDS = 4  # a draft sentence this short is a bare answer: checked with its question
 
 
+_YES_NO = re.compile(r"^\s*(?:yes|no)\s*[,;:.!\u2013\u2014-]\s*", re.I)
+
+
+def affirmed(sentence: str) -> str:
+    """``sentence`` without an opening "Yes," / "No," when more than a bare answer
+    follows: the rest is what it claims ("No, it was not ..." keeps its negation)."""
+    rest = _YES_NO.sub("", sentence, count=1)
+    if rest == sentence or len(rest.split()) <= ANSWER_WORDS:
+        return sentence
+    return rest[:1].upper() + rest[1:]
+
+
 def _norm(sentence: str) -> str:
     return " ".join(strip_citations(sentence).lower().rstrip(".!? ").split())
 
@@ -254,8 +269,8 @@ class Verifier:
             cw = [content_words(t) for t in texts] if k and k < len(texts) else None
             # a bare answer ("In 1869.") claims nothing without its question: check the two
             # together, in the form the verifier was trained on for question pairs
-            said = [qa_claim(question, x) if question and len(x.split()) <= ANSWER_WORDS else x
-                    for x in sents]
+            said = [qa_claim(question, x) if question and len(x.split()) <= ANSWER_WORDS
+                    else affirmed(x) for x in sents]
             cells = [(r, j) for r in todo
                      for j in (prefilter(sents[checked[r]], cw, k) if cw else range(len(texts)))]
             pairs = [(texts[j], said[checked[r]]) for r, j in cells]
