@@ -36,9 +36,11 @@ def test_load_in_8bit_reaches_the_transformers_loading_call(tmp_path):
 def test_llama_cpp_and_remote_options_reach_their_backends(tmp_path):
     s = make_settings(tmp_path, **{
         "generation.heavy": "openai:backup", "generation.threads": 1,
-        "generation.options": {"llama-cpp": {"n_ctx": 2048}, "openai": {"timeout_s": 7.5}}})
+        "generation.options": {"llama-cpp": {"n_ctx": 2048, "logprobs": False},
+                               "openai": {"timeout_s": 7.5}}})
     draft = from_settings("draft", s)
     assert draft.options["n_ctx"] == 2048 and draft.options["threads"] == 1
+    assert draft.build().logprobs is False  # token confidence off reaches the backend
     assert draft.options["role"] == "draft" and draft.options["isolation"] == "process"
     heavy = tier_from_settings("heavy", s).members[0].inner  # chain -> retries -> backend
     assert heavy.name == "openai" and heavy.timeout_s == 7.5
