@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from specrag.generators.base import Usage
-from specrag.generators.confidence import TokenConfidence, summary
+from specrag.generators.confidence import TokenConfidence
 from specrag.resilience.attempts import Attempt, ResilientUsage
 
 
@@ -20,12 +20,6 @@ def test_the_recorder_keeps_the_top_tokens_log_probability_and_the_logits():
     rec(None, torn)
     assert rec.logprobs[0] == pytest.approx(-math.log(1 + 3 * math.exp(-10)), abs=1e-4)
     assert rec.logprobs[1] == pytest.approx(math.log(0.5), abs=1e-4)  # two equal tokens
-
-
-def test_summary_is_a_probability_and_neutral_when_unknown():
-    s = summary([math.log(0.5), math.log(0.125)])
-    assert s["mean"] == pytest.approx(0.25) and s["min"] == pytest.approx(0.125)
-    assert summary(()) == {"mean": 1.0, "min": 1.0}
 
 
 def test_a_resilient_usage_keeps_the_log_probabilities_and_its_attempts():

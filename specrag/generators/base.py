@@ -44,8 +44,8 @@ class Usage:
     total_ms: float = 0.0
     cancelled: bool = False
     # the log-probability of each token the model chose, where the backend reports it
-    # (llama.cpp: ``generators.confidence``); the verdict reads the draft's confidence
-    # from it. Empty when unknown.
+    # (llama.cpp: ``generators.confidence``); bench rows keep the draft's. Empty when
+    # unknown.
     logprobs: tuple[float, ...] = ()
 
 

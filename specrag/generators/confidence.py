@@ -3,9 +3,11 @@
 ``TokenConfidence`` is a llama.cpp logits processor (``logits_processor=[recorder]``)
 that leaves the logits as they are and records, at every step, the log-probability of
 the most likely token: with greedy decoding (``temperature`` 0, the draft's setting)
-that is the token the model then emits. The verdict reads a summary of it
-(``summary``): a draft the model was unsure of is more often wrong, the signal the
-Speculative RAG paper calls the drafter's own score.
+that is the token the model then emits. A draft the model was unsure of is more often
+wrong (the Speculative RAG paper scores drafts partly by the drafter's own probability):
+``bench e2e`` rows keep the draft's, for fitting and for study. The acceptance decision
+does not use it: measured on 288 one-chunk drafts, it says what grounding and "does it
+answer the question?" already say (BENCHMARKS.md, "Does the draft know when it is wrong?").
 
 Why a processor and not llama-cpp-python's ``logprobs=True``: that needs the model
 loaded with ``logits_all=True``, which computes the output layer for every prompt token
@@ -13,8 +15,8 @@ loaded with ``logits_all=True``, which computes the output layer for every promp
 n_ctx x vocab floats). The processor sees the one row of logits the sampler already
 has; a log-sum-exp over it costs well under a millisecond per token.
 
-Deliberately not here: sampling (llama.cpp's), and what counts as confident (the
-acceptance model learns that from e2e rows).
+Deliberately not here: sampling (llama.cpp's), and any judgement of what counts as
+confident.
 """
 
 from __future__ import annotations
@@ -37,11 +39,3 @@ class TokenConfidence:
         self.logprobs.append(round(-math.log(float(np.exp(x - top).sum())), 4))
         return logits
 
-
-def summary(logprobs) -> dict[str, float]:
-    """``mean`` and ``min`` token probability, as probabilities in [0, 1] (1.0 each when
-    no log-probabilities are known, so a backend without them is not penalised)."""
-    lp = [float(v) for v in logprobs or ()]
-    if not lp:
-        return {"mean": 1.0, "min": 1.0}
-    return {"mean": math.exp(sum(lp) / len(lp)), "min": math.exp(min(lp))}

@@ -57,8 +57,7 @@ class LlamaCppGenerator:
         self.isolation = isolation
         self.role = role  # "draft" / "heavy": names the worker in logs and errors
         self.extra_bufts = extra_bufts
-        # record each chosen token's log-probability (``confidence``): the verdict weighs
-        # the draft's own confidence; < 1 ms a token
+        # record each chosen token's log-probability (``confidence``), < 1 ms a token
         self.logprobs = logprobs
         self._llm = None  # isolation "thread"
         self.worker: ModelWorker | None = None  # isolation "process"
