@@ -11,7 +11,10 @@ in three shapes: whole chunks with nothing cached, whole chunks after another qu
 (llama.cpp keeps the previous prompt, so only the shared system prefix is reused), and
 chunks cut to ``draft_words`` about the question (``prompts.cut_for``) after another
 question: two questions over different passages alternate, so no run reuses more than
-the prefix every question shares. Median of ``runs`` per shape, ratios to the first.
+the prefix every question shares. A fourth shape is the served default: another question
+about the same passages came earlier, then one about other passages, and the passages'
+state is restored (``generators.prompt_states``); the first three keep no states. Median
+of ``runs`` per shape, ratios to the first.
 
 Deliberately not here: answer quality (``bench e2e``, ``bench prompts``).
 """
@@ -80,6 +83,7 @@ OTHER = ("Allison Beth Goertz is an American musician known for satirical songs.
          "Arthur's Magazine was an American literary periodical published in Philadelphia. " * 4,
          "First for Women is a woman's magazine published by Bauer Media Group in the USA. " * 4)
 OTHER_QUESTION = "Which magazine was published in Philadelphia?"
+SAME_PASSAGES = "Under what name does Allie Goertz post her videos?"
 
 
 def shapes(path: str, threads: int = 2, words: int = 60, runs: int = 5) -> dict:
@@ -96,15 +100,23 @@ def shapes(path: str, threads: int = 2, words: int = 60, runs: int = 5) -> dict:
                 for i, p in enumerate(texts)]
 
     mine, other = chunks(PASSAGES), chunks(OTHER)
-    prompts = {"whole, nothing cached": (build_messages(QUESTION, mine), None, False),
+    # (prompt, the previous question's prompt, prompt cache, prompt states MB)
+    prompts = {"whole, nothing cached": (build_messages(QUESTION, mine), None, False, 0),
                "whole, prefix cached": (build_messages(QUESTION, mine),
-                                        build_messages(OTHER_QUESTION, other), True),
+                                        build_messages(OTHER_QUESTION, other), True, 0),
                f"cut to {words} words, prefix cached": (
                    build_messages(QUESTION, cut_for(QUESTION, mine, words)),
-                   build_messages(OTHER_QUESTION, cut_for(OTHER_QUESTION, other, words)), True)}
+                   build_messages(OTHER_QUESTION, cut_for(OTHER_QUESTION, other, words)), True,
+                   0),
+               # the served default: these passages were asked about before, then others
+               "whole, passages' state stored": (
+                   build_messages(QUESTION, mine), (build_messages(SAME_PASSAGES, mine),
+                                                   build_messages(OTHER_QUESTION, other)),
+                   True, 256)}
     out = {}
-    for name, (msgs, before, cache) in prompts.items():
-        gen = LlamaCppGenerator(model_path=path, threads=threads, prompt_cache=cache).warm_up()
+    for name, (msgs, before, cache, states) in prompts.items():
+        gen = LlamaCppGenerator(model_path=path, threads=threads, prompt_cache=cache,
+                                prompt_states_mb=states).warm_up()
 
         async def first_token(m):
             start, tokens = time.perf_counter(), None
@@ -118,8 +130,9 @@ def shapes(path: str, threads: int = 2, words: int = 60, runs: int = 5) -> dict:
         try:
             times = []
             for _ in range(runs):
-                if before is not None:
-                    asyncio.run(first_token(before))  # the previous question's prompt
+                for earlier in (before if isinstance(before, tuple) else [before]):
+                    if earlier is not None:  # the previous questions' prompts
+                        asyncio.run(first_token(earlier))
                 times.append(asyncio.run(first_token(msgs)))
         finally:
             gen.close()

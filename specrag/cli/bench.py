@@ -141,6 +141,12 @@ def add_parsers(sub) -> None:
                                               "several policies")
     p.add_argument("policies", nargs="+")
     p.add_argument("--collection", default="handbook")
+    p.add_argument("--prompt-cache", action="store_true",
+                   help="keep the served prompt cache and prompt states; the timed rounds "
+                        "ask other questions about the warm-up questions' chunks")
+    p.add_argument("--again", action="store_true",
+                   help="the timed rounds ask those other questions (--prompt-cache's "
+                        "baseline without it)")
     p.set_defaults(func=cmd_policy_timing)
 
 
@@ -298,13 +304,16 @@ def cmd_policy_timing(args, settings) -> int:
     from specrag.bench import policy_timing
     from specrag.pipeline.build import build_service
 
-    # the audit off and the prompt cache off, so no policy reuses another's prompt
-    settings = settings.with_values(**{"generation.prompt_cache": False})
+    # the audit off and (unless asked) the prompt cache off, so no policy reuses another's
+    # prompt
+    settings = settings.with_values(**{"generation.prompt_cache": bool(args.prompt_cache)})
     service = build_service(settings, audit=False).warm_up()
+    timed = policy_timing.AGAIN if args.prompt_cache or args.again else policy_timing.QUESTIONS
     try:
         policy_timing.timings(service, args.policies[0], args.collection)  # warm: models, caches
         for policy in args.policies:
-            print(policy, policy_timing.timings(service, policy, args.collection), flush=True)
+            print(policy, policy_timing.timings(service, policy, args.collection, timed),
+                  flush=True)
     finally:
         service.close()
     return 0

@@ -47,6 +47,9 @@ class Usage:
     # (llama.cpp: ``generators.confidence``); bench rows keep the draft's. Empty when
     # unknown.
     logprobs: tuple[float, ...] = ()
+    # prompt tokens not prefilled because a stored prompt state held them (llama.cpp:
+    # ``generators.prompt_states``)
+    state_tokens: int = 0
 
 
 @runtime_checkable

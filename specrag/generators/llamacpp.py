@@ -30,7 +30,7 @@ from pathlib import Path
 from specrag.generators.base import Timer, Usage, register, stream_from_thread
 from specrag.generators.confidence import TokenConfidence
 from specrag.generators.worker import ModelWorker
-from specrag.generators.worker_child import load_llama
+from specrag.generators.worker_child import load_llama, restored_tokens
 
 ISOLATION = ("process", "thread")
 
@@ -43,7 +43,7 @@ class LlamaCppGenerator:
     def __init__(self, model: str = "", model_path: str | os.PathLike | None = None,
                  n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True,
                  isolation: str = "process", extra_bufts: bool = False, role: str = "",
-                 logprobs: bool = True):
+                 logprobs: bool = True, prompt_states_mb: int = 256):
         if isolation not in ISOLATION:
             raise ValueError(f"llama-cpp isolation must be one of {', '.join(ISOLATION)}, "
                              f"got '{isolation}'")
@@ -54,6 +54,10 @@ class LlamaCppGenerator:
         # llama.cpp reuses the KV state of the previous prompt's common prefix; benchmarks
         # turn this off so one policy's run cannot pre-compute another's prompt
         self.prompt_cache = prompt_cache
+        # ... and, beyond the previous prompt, the states of recent prompts up to this many
+        # MB (``prompt_states``): a question about a chunk drafted from before prefills only
+        # the question. Off with ``prompt_cache``.
+        self.prompt_states_mb = prompt_states_mb if prompt_cache else 0
         self.isolation = isolation
         self.role = role  # "draft" / "heavy": names the worker in logs and errors
         self.extra_bufts = extra_bufts
@@ -68,7 +72,8 @@ class LlamaCppGenerator:
         # both: llama-cpp-python takes every core for prompt processing (n_threads_batch)
         # whatever n_threads says, so a thread setting would only reach decoding
         return {"n_ctx": self.n_ctx, "n_threads": self.threads, "n_threads_batch": self.threads,
-                "n_batch": 512, "use_extra_bufts": self.extra_bufts}
+                "n_batch": 512, "use_extra_bufts": self.extra_bufts,
+                "prompt_states_mb": self.prompt_states_mb}
 
     def warm_up(self) -> "LlamaCppGenerator":
         with self._lock:
@@ -105,6 +110,7 @@ class LlamaCppGenerator:
             timer = Timer()
             out = 0
             conf = TokenConfidence() if request["logprobs"] else None
+            restored = restored_tokens(self._llm)
             chunks = self._llm.create_chat_completion(
                 messages=request["messages"], max_tokens=request["max_tokens"],
                 temperature=request["temperature"], stream=True,
@@ -121,7 +127,8 @@ class LlamaCppGenerator:
             prompt = max(0, self._llm.n_tokens - out)
             yield Usage("llama-cpp", self.model, prompt, out, timer.ttft_ms,
                         timer.total_ms, cancelled=stop.is_set(),
-                        logprobs=tuple(conf.logprobs) if conf else ())
+                        logprobs=tuple(conf.logprobs) if conf else (),
+                        state_tokens=restored_tokens(self._llm) - restored)
 
     def count_tokens(self, text: str) -> int:
         self.warm_up()

@@ -16,6 +16,7 @@ Deliberately not here: restarts, queueing, error wording (``worker``, the parent
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 import threading
@@ -30,7 +31,8 @@ _LOAD_LOCK = threading.Lock()
 
 def load_llama(model_path: str, params: dict):
     """``llama_cpp.Llama(model_path, **params)``, where ``params`` may also hold
-    ``use_extra_bufts``.
+    ``use_extra_bufts`` and ``prompt_states_mb`` (> 0: a ``StatefulLlama`` keeping that
+    many MB of prompt states, ``prompt_states``).
 
     llama.cpp's model parameters have ``use_extra_bufts`` (weight repacking into extra
     CPU buffer types, AMX among them), but ``Llama`` offers no argument for it: it fills
@@ -40,9 +42,14 @@ def load_llama(model_path: str, params: dict):
     """
     params = dict(params)
     extra = params.pop("use_extra_bufts", None)
+    states_mb = params.pop("prompt_states_mb", 0)
     import llama_cpp.llama_cpp as low
     from llama_cpp import Llama
 
+    if states_mb > 0:
+        from specrag.generators.prompt_states import PromptStates, StatefulLlama
+
+        Llama = functools.partial(StatefulLlama, states=PromptStates(states_mb * 2**20))
     if extra is None:
         return Llama(model_path=model_path, verbose=False, **params)
     with _LOAD_LOCK:
@@ -102,6 +109,7 @@ def _generate(conn, llm, rid: int, req: dict) -> bool:
     out = 0
     cancelled = False
     conf = TokenConfidence() if req.get("logprobs") else None
+    restored = restored_tokens(llm)
     chunks = llm.create_chat_completion(messages=req["messages"], max_tokens=req["max_tokens"],
                                         temperature=req["temperature"], stream=True,
                                         logits_processor=[conf] if conf else None)
@@ -121,8 +129,15 @@ def _generate(conn, llm, rid: int, req: dict) -> bool:
         # the context holds prompt + generated tokens once generation stops
         "input_tokens": max(0, llm.n_tokens - out), "output_tokens": out,
         "ttft_ms": ((first or now) - t0) * 1000, "total_ms": (now - t0) * 1000,
-        "cancelled": cancelled, "logprobs": tuple(conf.logprobs) if conf else ()}))
+        "cancelled": cancelled, "logprobs": tuple(conf.logprobs) if conf else (),
+        "state_tokens": restored_tokens(llm) - restored}))
     return True
+
+
+def restored_tokens(llm) -> int:
+    """Prompt tokens restored from stored states so far (0 without ``prompt_states``)."""
+    states = getattr(llm, "states", None)
+    return states.restored_tokens if states is not None else 0
 
 
 def _cancel_requested(conn, rid: int) -> bool:

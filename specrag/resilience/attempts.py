@@ -66,7 +66,8 @@ class ResilientUsage(Usage):
                               fallback.input_tokens if fallback else 0,
                               fallback.output_tokens if fallback else 0)
         return cls(base.backend, base.model, base.input_tokens, base.output_tokens, ttft_ms,
-                   total_ms, base.cancelled, logprobs=base.logprobs, attempts=tuple(attempts))
+                   total_ms, base.cancelled, logprobs=base.logprobs, state_tokens=base.state_tokens,
+                   attempts=tuple(attempts))
 
 
 class AttemptsFailed(GenerationError):

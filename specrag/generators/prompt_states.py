@@ -1,0 +1,137 @@
+"""Prompt states kept between questions: the KV cells of recent prompts, restored when a
+new prompt starts the same way, so only its new part is prefilled.
+
+llama.cpp reuses the *previous* prompt's common prefix by itself (``prompt_cache``). The
+draft prompt is system prompt, then one chunk (``retrieval.draft_k`` 1), then the
+question: everything before the question is the same whenever the same chunk is drafted
+from, but the previous prompt is rarely that chunk's. ``PromptStates`` keeps, in a
+byte-budgeted least-recently-used store inside the model's process, the state of
+sequence 0 (``llama_state_seq_get_data``: its KV cells, ~12 KB a token for the 0.5B
+draft) of recent prompts, keyed by their tokens. ``StatefulLlama.generate`` restores the
+stored prompt that shares the longest prefix with the new one when that beats what the
+live context already shares, and llama-cpp-python's own prefix match then trims the
+cells past the shared part and prefills the rest. The restored cells are the ones the
+same tokens produced, so the answer is the same as from a cold prompt (a test checks).
+
+Deliberately not here: states made before anyone asks (warming a collection costs a
+prefill per chunk), states on disk (their token ids are the documents' text, and
+would need the store's encryption and deletion), or one store shared by two models
+(each worker has its own).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import OrderedDict
+
+import numpy as np
+import llama_cpp.llama_cpp as low
+from llama_cpp import Llama
+
+
+class PromptStates:
+    """Sequence states of recent prompts, least recently used dropped past ``budget_bytes``.
+
+    A state is stored only when its prompt had at least ``min_new`` tokens that no stored
+    state or the live context already held: a prompt that only added a question to a
+    stored chunk gives nothing worth its bytes."""
+
+    def __init__(self, budget_bytes: int, min_new: int = 48):
+        self.budget_bytes = int(budget_bytes)
+        self.min_new = min_new
+        self._entries: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()
+        self._next = 0
+        self.bytes = 0
+        self.hits = 0
+        self.restored_tokens = 0  # prompt tokens not prefilled thanks to a restore
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def longest(self, tokens) -> tuple[int, int | None]:
+        """(shared prefix length, key) of the stored prompt sharing most with ``tokens``."""
+        q = np.asarray(tokens, dtype=np.intc)
+        best, best_key = 0, None
+        for key, (stored, _) in self._entries.items():
+            m = min(len(stored), len(q))
+            if m <= best:
+                continue
+            differ = np.flatnonzero(stored[:m] != q[:m])
+            n = int(differ[0]) if len(differ) else m
+            if n > best:
+                best, best_key = n, key
+        return best, best_key
+
+    def add(self, tokens: np.ndarray, state: bytes) -> None:
+        if len(state) > self.budget_bytes:
+            return
+        # a stored prompt the new one extends is covered by it
+        for key, (stored, old) in list(self._entries.items()):
+            if len(stored) <= len(tokens) and np.array_equal(stored, tokens[:len(stored)]):
+                del self._entries[key]
+                self.bytes -= len(old)
+        self._entries[self._next] = (tokens, state)
+        self._next += 1
+        self.bytes += len(state)
+        while self.bytes > self.budget_bytes and self._entries:
+            _, (_, old) = self._entries.popitem(last=False)
+            self.bytes -= len(old)
+
+    def get(self, key: int) -> tuple[np.ndarray, bytes]:
+        self._entries.move_to_end(key)
+        return self._entries[key]
+
+
+def _live_prefix(llm: Llama, tokens) -> int:
+    live = llm.input_ids[:llm.n_tokens]
+    m = min(len(live), len(tokens))
+    differ = np.flatnonzero(live[:m] != np.asarray(tokens[:m], dtype=live.dtype))
+    return int(differ[0]) if len(differ) else m
+
+
+class StatefulLlama(Llama):
+    """``llama_cpp.Llama`` that restores and keeps prompt states (``PromptStates``)."""
+
+    def __init__(self, *args, states: PromptStates, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.states = states
+
+    def generate(self, tokens, *args, **kwargs):
+        tokens = list(tokens)
+        live = _live_prefix(self, tokens) if self.n_tokens else 0
+        stored, key = self.states.longest(tokens)
+        if key is not None and stored > live:
+            try:
+                self._restore(*self.states.get(key))
+                self.states.hits += 1
+                self.states.restored_tokens += stored
+            except RuntimeError:  # start cold: the context was cleared before the restore
+                self.n_tokens, stored = 0, 0
+        keep = len(tokens) - max(live, stored) >= self.states.min_new
+        try:
+            yield from super().generate(tokens, *args, **kwargs)
+        finally:
+            # after the answer, off the time to its first token; the cells then hold the
+            # prompt and the answer's tokens, and a later prompt uses their shared prefix
+            if keep:
+                self.keep_state()
+
+    def keep_state(self) -> None:
+        n = self.n_tokens
+        if n == 0:
+            return
+        size = low.llama_state_seq_get_size(self._ctx.ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        got = low.llama_state_seq_get_data(self._ctx.ctx, buf, size, 0)
+        self.states.add(self.input_ids[:n].copy(), bytes(buf[:got]))
+
+    def _restore(self, tokens: np.ndarray, state: bytes) -> None:
+        buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        self._ctx.kv_cache_seq_rm(-1, 0, -1)
+        if low.llama_state_seq_set_data(self._ctx.ctx, buf, len(state), 0) != len(state):
+            raise RuntimeError("llama.cpp refused a stored prompt state")
+        self.input_ids[:len(tokens)] = tokens
+        self.n_tokens = len(tokens)
+        # the logits are not in the state: llama-cpp-python's prefix match re-evaluates
+        # at least the last prompt token before sampling
+        self._requires_eval = True
