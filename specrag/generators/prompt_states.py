@@ -53,12 +53,7 @@ class PromptStates:
         q = np.asarray(tokens, dtype=np.intc)
         best, best_key = 0, None
         for key, (stored, _) in self._entries.items():
-            m = min(len(stored), len(q))
-            if m <= best:
-                continue
-            differ = np.flatnonzero(stored[:m] != q[:m])
-            n = int(differ[0]) if len(differ) else m
-            if n > best:
+            if min(len(stored), len(q)) > best and (n := shared_prefix(stored, q)) > best:
                 best, best_key = n, key
         return best, best_key
 
@@ -82,10 +77,10 @@ class PromptStates:
         return self._entries[key]
 
 
-def _live_prefix(llm: Llama, tokens) -> int:
-    live = llm.input_ids[:llm.n_tokens]
-    m = min(len(live), len(tokens))
-    differ = np.flatnonzero(live[:m] != np.asarray(tokens[:m], dtype=live.dtype))
+def shared_prefix(a, b) -> int:
+    """How many tokens two token sequences share from the start."""
+    m = min(len(a), len(b))
+    differ = np.flatnonzero(np.asarray(a[:m]) != np.asarray(b[:m]))
     return int(differ[0]) if len(differ) else m
 
 
@@ -98,7 +93,7 @@ class StatefulLlama(Llama):
 
     def generate(self, tokens, *args, **kwargs):
         tokens = list(tokens)
-        live = _live_prefix(self, tokens) if self.n_tokens else 0
+        live = shared_prefix(self.input_ids[:self.n_tokens], tokens)
         stored, key = self.states.longest(tokens)
         if key is not None and stored > live:
             try:
