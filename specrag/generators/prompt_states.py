@@ -42,7 +42,6 @@ class PromptStates:
         self._entries: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()
         self._next = 0
         self.bytes = 0
-        self.hits = 0
         self.restored_tokens = 0  # prompt tokens not prefilled thanks to a restore
 
     def __len__(self) -> int:
@@ -98,7 +97,6 @@ class StatefulLlama(Llama):
         if key is not None and stored > live:
             try:
                 self._restore(*self.states.get(key))
-                self.states.hits += 1
                 self.states.restored_tokens += stored
             except RuntimeError:  # start cold: the context was cleared before the restore
                 self.n_tokens, stored = 0, 0
