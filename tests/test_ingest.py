@@ -94,6 +94,7 @@ def test_uncommitted_chunks_are_invisible_and_recovered(tmp_path, ingestor, retr
     store.add_chunks("default", chunks, ingestor.embedder.encode_documents([c.text for c in chunks]))
     assert store.count("default") == 1 + len(chunks)
     assert all(h.chunk.source != "oncall.md" for h in top(retriever, "on-call handover"))
+    assert [c.source for c in store.visible_chunks("default")] == ["notes.txt"]
     # a changed notes.txt half-written: the old version stays visible, the new one hidden
     new = replace(doc, source="notes.txt", sha256="e" * 64)
     nid = doc_id_for("default", "notes.txt")
@@ -103,6 +104,8 @@ def test_uncommitted_chunks_are_invisible_and_recovered(tmp_path, ingestor, retr
     kitchen = top(retriever, "kitchen cleaning")
     assert kitchen[0].chunk.source == "notes.txt" and "kitchen" in kitchen[0].chunk.text
     assert not any(h.chunk.version == "e" * 64 for h in kitchen)
+    visible = store.visible_chunks("default")
+    assert [c.source for c in visible] == ["notes.txt"] and visible[0].version != "e" * 64
 
     # restart: a new Ingestor on the same data dir recovers, then re-running completes it
     fresh = Ingestor(s, embedder=ingestor.embedder)

@@ -4,7 +4,8 @@
 ``report`` and ``reverify`` (a finished e2e run re-rendered or re-verified), ``chaos``
 (faults and concurrent sessions), ``verifier`` and ``reranker`` (the cross-encoders),
 ``llm-speed`` (a GGUF's first token and decode speed), ``concurrency`` (what a second
-user waits), ``policy-timing`` (stage timings per policy) and ``ingest`` (parse and chunk
+user waits), ``policy-timing`` (stage timings per policy), ``warm-states`` (first
+questions with and without warmed draft prompts) and ``ingest`` (parse and chunk
 seconds per MB by format and size) and ``followups`` (second-turn recall with and
 without the follow-up rewrite).
 
@@ -148,6 +149,13 @@ def add_parsers(sub) -> None:
                    help="the timed rounds ask those other questions (--prompt-cache's "
                         "baseline without it)")
     p.set_defaults(func=cmd_policy_timing)
+
+    p = bsub.add_parser("warm-states", help="first questions with and without warmed draft "
+                                            "prompts (generation.warm_states)")
+    p.add_argument("--collection", default="handbook")
+    p.add_argument("--policy", default="lazy")
+    p.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
+    p.set_defaults(func=cmd_warm_states)
 
 
 def cmd_retrieval(args, settings) -> int:
@@ -316,4 +324,14 @@ def cmd_policy_timing(args, settings) -> int:
                   flush=True)
     finally:
         service.close()
+    return 0
+
+
+def cmd_warm_states(args, settings) -> int:
+    from specrag.bench import warm_states
+
+    result = warm_states.compare(settings, args.collection, args.policy)
+    print(warm_states.table(result))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=1))
     return 0

@@ -76,6 +76,12 @@ class _Lazy:
         self.warm_up()
         return self._inner.stream(messages, max_tokens=max_tokens, temperature=temperature)
 
+    def prefill(self, messages: list[dict]) -> dict | None:
+        """The backend's ``prefill`` (``pipeline.warm_states``), or None when it has none."""
+        self.warm_up()
+        prefill = getattr(self._inner, "prefill", None)
+        return prefill(messages) if prefill is not None else None
+
     def close(self) -> None:
         close = getattr(self._inner, "close", None)
         if close is not None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from specrag.generators.base import Timer, Usage, register, stream_from_thread
 from specrag.generators.confidence import TokenConfidence
 from specrag.generators.worker import ModelWorker
-from specrag.generators.worker_child import load_llama, restored_tokens
+from specrag.generators.worker_child import load_llama, prefill, restored_tokens
 
 ISOLATION = ("process", "thread")
 
@@ -129,6 +129,18 @@ class LlamaCppGenerator:
                         timer.total_ms, cancelled=stop.is_set(),
                         logprobs=tuple(conf.logprobs) if conf else (),
                         state_tokens=restored_tokens(self._llm) - restored)
+
+    def prefill(self, messages: list[dict]) -> dict | None:
+        """Evaluate ``messages`` and keep the prompt's state for later questions that start
+        the same way (``pipeline.warm_states``); the state store's size after, or None when
+        this model keeps no states (``prompt_states_mb`` 0, the prompt cache off)."""
+        if self.prompt_states_mb <= 0:
+            return None
+        self.warm_up()
+        if self.worker is not None:
+            return self.worker.prefill(messages)
+        with self._lock:
+            return prefill(self._llm, messages)
 
     def count_tokens(self, text: str) -> int:
         self.warm_up()

@@ -13,8 +13,8 @@ live context already shares, and llama-cpp-python's own prefix match then trims 
 cells past the shared part and prefills the rest. The restored cells are the ones the
 same tokens produced, so the answer is the same as from a cold prompt (a test checks).
 
-Deliberately not here: states made before anyone asks (warming a collection costs a
-prefill per chunk), states on disk (their token ids are the documents' text, and
+Deliberately not here: deciding which prompts to prefill before anyone asks
+(``pipeline.warm_states``, through ``worker_child.prefill``), states on disk (their token ids are the documents' text, and
 would need the store's encryption and deletion), or one store shared by two models
 (each worker has its own).
 """

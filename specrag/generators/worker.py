@@ -235,6 +235,19 @@ class ModelWorker:
         except WorkerDied:
             pass
 
+    def prefill(self, messages: list[dict]) -> dict:
+        """Evaluate a prompt and keep its state in the child (``worker_child.prefill``)."""
+        with self._lock:
+            self._ensure()
+            rid = next(self._ids)
+            self._send(("prefill", rid, messages))
+            while True:
+                kind, got, payload = self._recv(120.0, "prefilling")
+                if got == rid:
+                    if kind == "error":
+                        raise GenerationError(f"{self.label}: {payload}")
+                    return dict(payload)
+
     def tokenize(self, text: str) -> int:
         with self._lock:
             self._ensure()

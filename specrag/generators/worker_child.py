@@ -3,9 +3,10 @@
 ``python -m specrag.generators.worker_child FD`` is started by ``worker.ModelWorker``
 with one end of a socket pair as file descriptor ``FD``. Messages are
 ``(op, request_id, payload)`` tuples: the parent sends ``load`` (model path and
-``Llama`` parameters) once, then ``generate``, ``tokenize``, ``cancel`` and ``close``;
-the child answers ``ready`` or ``error`` to the load, then ``delta`` items and one
-``usage`` (or ``error``) per generation and ``tokens`` per tokenize. Between tokens it
+``Llama`` parameters) once, then ``generate``, ``tokenize``, ``prefill``, ``cancel`` and
+``close``; the child answers ``ready`` or ``error`` to the load, then ``delta`` items and
+one ``usage`` (or ``error``) per generation, ``tokens`` per tokenize and ``states`` per
+prefill. Between tokens it
 looks for a ``cancel`` of the running request. When the pipe closes (the parent died)
 it exits.
 
@@ -91,6 +92,8 @@ def serve(conn) -> None:
                 return
             if op == "tokenize":
                 conn.send(("tokens", rid, len(llm.tokenize(payload.encode(), add_bos=False))))
+            elif op == "prefill":
+                conn.send(("states", rid, prefill(llm, payload)))
             elif op == "generate":
                 if not _generate(conn, llm, rid, payload):
                     return
@@ -132,6 +135,18 @@ def _generate(conn, llm, rid: int, req: dict) -> bool:
         "cancelled": cancelled, "logprobs": tuple(conf.logprobs) if conf else (),
         "state_tokens": restored_tokens(llm) - restored}))
     return True
+
+
+def prefill(llm, messages: list[dict]) -> dict:
+    """Evaluate a chat prompt and keep its state (``prompt_states``) without answering it;
+    the store's size after. Without prompt states there is nothing to keep: nothing runs."""
+    states = getattr(llm, "states", None)
+    if states is None:
+        return {"entries": 0, "bytes": 0, "budget_bytes": 0}
+    # one token sampled and thrown away: the prompt goes through the same chat template
+    # and tokenizer as a question's, so its tokens are the ones a question will share
+    llm.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)
+    return {"entries": len(states), "bytes": states.bytes, "budget_bytes": states.budget_bytes}
 
 
 def restored_tokens(llm) -> int:

@@ -12,6 +12,9 @@
    id) set there, so concurrent questions never mix their accounting or spans; the
    engine's ``events`` run in that same task (one hop per event).
 
+After each question the ``StateWarmer`` (``warm_states``) may prefill the draft prompts
+of that collection's chunks in the background, only while no question is in flight.
+
 An engine passed in without the service's telemetry and ledger among its hooks gets
 them through ``engine.replace`` (a copy over the same parts), never by patching.
 ``usage(by=...)`` and ``budget_status(session)`` are the reporting API; ``with_engine``
@@ -43,6 +46,7 @@ class Service:
         self.telemetry = telemetry
         self.gate = gate
         self.budget: Budget | None = None
+        self.warmer = None  # ``StateWarmer`` over a ``SpeculativeRAG`` engine
         self._assembled = False
 
     def _assemble(self) -> "Service":
@@ -67,6 +71,10 @@ class Service:
         self.gate = self.gate or AdmissionGate.from_settings(s)
         if self.ledger is not None:
             self.budget = Budget(s, self.ledger)
+        if hasattr(self.engine, "retriever") and hasattr(self.engine, "draft"):
+            from specrag.pipeline.warm_states import StateWarmer
+
+            self.warmer = StateWarmer.from_settings(s, self.engine, idle=self._idle)
         self._assembled = True
         return self
 
@@ -85,11 +93,16 @@ class Service:
         self.engine.warm_up()
         return self
 
+    def _idle(self) -> bool:
+        return self.gate.active == 0 and self.gate.waiting == 0
+
     def close(self, timeout_s: float = 30.0) -> None:
         """Finish background work, then close the ledger. A command-line run calls this
         before it exits: audit scoring runs in a daemon thread inside onnxruntime, and an
         interpreter that exits under it aborts ("terminate called without an active
         exception")."""
+        if self.warmer is not None:
+            self.warmer.close()
         auditor = getattr(self.engine, "auditor", None)
         if auditor is not None:
             auditor.wait(timeout_s)
@@ -120,6 +133,9 @@ class Service:
         except (BusyError, BudgetExceeded) as err:
             self.telemetry.record_rejection(type(err).__name__, str(err), session)
             raise
+        else:
+            if self.warmer is not None:  # the models are loaded now; the rest while idle
+                self.warmer.request(collection or self.settings.store.collection)
 
     async def aask(self, question: str, **kw):
         answer = None

@@ -92,6 +92,15 @@ class FallbackGenerator:
             raise errors[0] if errors else GenerationError("no member of the chain could start")
         return self
 
+    def prefill(self, messages: list[dict]) -> dict | None:
+        """The first available member's ``prefill``, the one that answers first when all is
+        well; None when it keeps no prompt states."""
+        for i, member in enumerate(self.members):
+            if i not in self.unavailable:
+                prefill = getattr(member, "prefill", None)
+                return prefill(messages) if prefill is not None else None
+        return None
+
     def close(self) -> None:
         """Close every member that holds something (a worker process); one member's error
         does not keep the others open."""

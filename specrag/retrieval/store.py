@@ -246,6 +246,15 @@ class Store:
         return [_chunk(i, t, m, collection)
                 for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
 
+    def visible_chunks(self, collection: str, limit: int | None = None) -> list[Chunk]:
+        """Chunks a search may show (neither pending nor replaced), at most ``limit``."""
+        chunks, docs = self._pair(collection, create=False)
+        hidden = self._hidden(docs)
+        got = chunks.get(where={"version": {"$nin": hidden}} if hidden else None, limit=limit,
+                         include=["documents", "metadatas"])
+        return [_chunk(i, t, m, collection)
+                for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
+
     def count(self, collection: str) -> int:
         return self._pair(collection)[0].count()
 

@@ -1,0 +1,84 @@
+"""First questions with and without warmed draft prompts, on the app's own engine.
+
+``specrag bench warm-states [--collection handbook] [--policy lazy]`` builds the engine
+as the app serves it (``pipeline.build``, prompt cache on, the audit off) twice: with
+``generation.warm_states`` 0, then with it on. Each asks one opening question (models
+load, and with warming on the collection is then warmed, timed), then the first turns
+of ``followups.HANDBOOK``: questions no one asked before, about chunks no question
+drafted from. Per run: draft first token and final answer p50/p95, the warming's
+seconds and state memory, and how many answers are the same text in both runs (a
+restored state must change nothing but the time).
+
+Deliberately not here: answer quality (``bench e2e``), repeated questions (``bench
+policy-timing --prompt-cache``), concurrency (``bench concurrency``).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from specrag.bench.followups import HANDBOOK
+
+OPENER = "What is this handbook about?"
+
+
+def _pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(q * len(values)))] / 1000, 2)
+
+
+def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int = 64) -> dict:
+    """One engine, ``generation.warm_states`` = ``warm``: the figures and the answers."""
+    from specrag.pipeline.build import build_service
+
+    s = settings.with_values(**{"generation.prompt_cache": True,
+                                "generation.warm_states": warm})
+    service = build_service(s, audit=False).warm_up()
+    try:
+        service.ask(OPENER, policy=policy, collection=collection)
+        warming = {}
+        if warm and service.warmer is not None:
+            service.warmer.wait()
+            warming = service.warmer.report.get(collection, {})
+        rows = []
+        for question, _, _ in HANDBOOK:
+            a = service.ask(question, policy=policy, collection=collection)
+            rows.append({"question": question, "draft_ttft_ms": a.timings_ms.get("draft_ttft"),
+                         "total_ms": a.timings_ms.get("total"), "tier": a.tier,
+                         "draft": a.draft.text if a.draft else "", "text": a.text})
+    finally:
+        service.close()
+        for tier in (service.engine.draft, service.engine.heavy):
+            tier.close()  # the next run starts its own workers, cold
+    ttft = [r["draft_ttft_ms"] for r in rows if r["draft_ttft_ms"] is not None]
+    total = [r["total_ms"] for r in rows]
+    return {"warm_states": warm, "warming": warming, "questions": len(rows),
+            "draft_ttft_p50_s": round(statistics.median(ttft) / 1000, 2) if ttft else None,
+            "draft_ttft_p95_s": _pct(ttft, 0.95) if ttft else None,
+            "total_p50_s": round(statistics.median(total) / 1000, 2),
+            "total_p95_s": _pct(total, 0.95), "rows": rows}
+
+
+def compare(settings, collection: str = "handbook", policy: str = "lazy") -> dict:
+    off = run(settings, collection, policy, warm=0)
+    on = run(settings, collection, policy, warm=settings.generation.warm_states or 64)
+    same = sum(a["draft"] == b["draft"] for a, b in zip(off["rows"], on["rows"]))
+    return {"collection": collection, "policy": policy, "off": off, "on": on,
+            "same_drafts": same, "first_token_ratio": round(
+                on["draft_ttft_p50_s"] / off["draft_ttft_p50_s"], 2)
+            if off["draft_ttft_p50_s"] and on["draft_ttft_p50_s"] else None}
+
+
+def table(result: dict) -> str:
+    lines = ["| warm_states | draft first token p50 | p95 | answer p50 | p95 | warming |",
+             "|---|---|---|---|---|---|"]
+    for key in ("off", "on"):
+        r = result[key]
+        w = r["warming"]
+        warming = (f"{w.get('warmed', 0)} chunks, {w.get('seconds', 0)} s, "
+                   f"{w.get('state_mb', 0)} MB" if w else "-")
+        lines.append(f"| {r['warm_states']} | {r['draft_ttft_p50_s']} s | {r['draft_ttft_p95_s']} s"
+                     f" | {r['total_p50_s']} s | {r['total_p95_s']} s | {warming} |")
+    lines.append(f"\nsame drafts: {result['same_drafts']} of {result['on']['questions']}; "
+                 f"first token {result['first_token_ratio']}x")
+    return "\n".join(lines)

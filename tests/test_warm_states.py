@@ -1,0 +1,162 @@
+"""Warming a collection's draft prompts: the real 0.5B draft answers a first question about
+a warmed chunk from its restored state, the same text as cold; the warmer's control flow
+(which chunks, when, when not) with stand-in parts; the service asks for it after a
+question."""
+
+import asyncio
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from specrag import sources
+from specrag.generators.base import collect
+from specrag.pipeline.prompts import build_messages
+from specrag.pipeline.warm_states import StateWarmer
+from specrag.types import Chunk
+from tests.support.env import make_settings
+from tests.test_prompt_states import EXPENSES, LEAVE, chunk
+
+
+# -- the real model ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+    return sources.resolve("draft", make_settings(tmp_path_factory.mktemp("warm")))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_first_question_about_a_prefilled_chunk_starts_from_its_state(model_path, isolation):
+    from specrag.generators.llamacpp import LlamaCppGenerator
+
+    cold = LlamaCppGenerator(model_path=model_path, threads=2, prompt_cache=False,
+                             isolation=isolation).warm_up()
+    warm = LlamaCppGenerator(model_path=model_path, threads=2, isolation=isolation).warm_up()
+    try:
+        assert cold.prefill(build_messages("", [chunk(0, LEAVE)])) is None  # keeps none
+        for i, text in enumerate((LEAVE, EXPENSES)):
+            states = warm.prefill(build_messages("", [chunk(i, text)]))
+            assert states["entries"] == i + 1 and 0 < states["bytes"] < states["budget_bytes"]
+        for question, text, i in (("How many days of paid leave are there?", LEAVE, 0),
+                                  ("Who must approve a large claim?", EXPENSES, 1)):
+            messages = build_messages(question, [chunk(i, text)])
+            got, usage = asyncio.run(collect(warm, messages, max_tokens=24))
+            want, _ = asyncio.run(collect(cold, messages, max_tokens=24))
+            assert got == want  # the restored cells are those the same tokens produce
+            # everything up to the question came from the warmed state (the live context
+            # held the other chunk's prompt, so llama.cpp's own prefix cache did not help)
+            assert 0.8 * usage.input_tokens - 30 < usage.state_tokens < usage.input_tokens
+    finally:
+        cold.close()
+        warm.close()
+
+
+# -- the warmer's control flow (stand-in parts) ------------------------------------------------
+class Draft:
+    def __init__(self, budget=10_000, per_prompt=1_000):
+        self.prompts, self.budget, self.per_prompt = [], budget, per_prompt
+
+    def prefill(self, messages):
+        self.prompts.append(messages[1]["content"])
+        return {"entries": len(self.prompts), "bytes": self.per_prompt * len(self.prompts),
+                "budget_bytes": self.budget}
+
+
+class ChunkStore:
+    def __init__(self, texts):
+        self.chunks = [chunk(i, t) for i, t in enumerate(texts)]
+
+    def count(self, collection):
+        return len(self.chunks)
+
+    def visible_chunks(self, collection, limit=None):
+        return self.chunks[:limit]
+
+
+def engine(tmp_path, texts, draft=None, **values):
+    return SimpleNamespace(settings=make_settings(tmp_path, **values), draft=draft or Draft(),
+                           retriever=SimpleNamespace(store=ChunkStore(texts)))
+
+
+def test_each_visible_chunk_is_prefilled_once_with_the_draft_prompt_up_to_its_question(tmp_path):
+    e = engine(tmp_path, [LEAVE, EXPENSES])
+    warmer = StateWarmer(e, max_chunks=8)
+    report = warmer.warm("handbook")
+    assert report == {"chunks": 2, "warmed": 2, "skipped": "", "seconds": report["seconds"],
+                      "state_mb": 0.0}
+    # the prompt a question about that chunk will have, minus the question
+    want = build_messages("", [chunk(0, LEAVE)])[1]["content"]
+    assert e.draft.prompts[0] == want and "25 days" in want
+    assert build_messages("How long?", [chunk(0, LEAVE)])[1]["content"].startswith(
+        want.split("Question:")[0])
+    # asked again: nothing new to do; a new chunk is warmed alone
+    assert warmer.warm("handbook")["warmed"] == 0
+    e.retriever.store.chunks.append(Chunk("c9", "d9", "new.md", "New text.", 0, 0, 9, "h", "v"))
+    assert warmer.warm("handbook")["warmed"] == 1 and "New text." in e.draft.prompts[-1]
+
+
+@pytest.mark.parametrize("values, why", [
+    ({"retrieval.draft_k": 3}, "several chunks"),
+    ({"retrieval.draft_words": 60}, "cut to each question"),
+    ({"generation.prompt_cache": False}, "prompt cache is off"),
+    ({"generation.warm_states": 0}, "warm_states is 0"),
+])
+def test_warming_is_skipped_with_a_reason_where_no_warm_state_would_be_used(tmp_path, values, why):
+    e = engine(tmp_path, [LEAVE], **values)
+    report = StateWarmer.from_settings(e.settings, e).warm("handbook")
+    assert why in report["skipped"] and report["warmed"] == 0 and e.draft.prompts == []
+
+
+def test_a_large_collection_or_a_full_store_stops_the_warming(tmp_path):
+    e = engine(tmp_path, [f"Text {i}." for i in range(10)])
+    assert "more than generation.warm_states" in StateWarmer(e, max_chunks=9).warm("c")["skipped"]
+    assert e.draft.prompts == []
+    # 1,000 bytes a prompt in a 4,000-byte store: three-quarters full after three prompts
+    e.draft = Draft(budget=4_000)
+    report = StateWarmer(e, max_chunks=64).warm("c")
+    assert report["warmed"] == 3 and "75% full" in report["skipped"]
+    # a draft model without prompt states: nothing is prefilled
+    e.draft = SimpleNamespace(prefill=lambda messages: None)
+    assert "keeps no prompt states" in StateWarmer(e, max_chunks=64).warm("d")["skipped"]
+
+
+def test_questions_go_first_and_close_stops_the_background_warming(tmp_path):
+    e = engine(tmp_path, [LEAVE, EXPENSES])
+    busy = threading.Event()
+    busy.set()
+    warmer = StateWarmer(e, max_chunks=8, idle=lambda: not busy.is_set(), poll_s=0.01,
+                         quiet_s=0.05)
+    warmer.request("handbook")
+    assert not warmer.wait(0.3) and e.draft.prompts == []  # a question is in flight
+    busy.clear()
+    assert warmer.wait(5) and len(e.draft.prompts) == 2
+    assert warmer.report["handbook"]["warmed"] == 2
+    warmer.close()
+    assert not warmer._thread.is_alive()
+    warmer.request("other")  # after close: refused, nothing starts
+    assert "other" not in warmer.report and warmer.wait(0)
+
+
+def test_the_service_warms_a_collection_after_a_question_to_it(tmp_path):
+    from specrag.pipeline.service import Service
+    from tests.support.resilience import Scripted, fake_engine
+
+    class PrefillingDraft(Scripted):
+        def __init__(self):
+            super().__init__("llama-cpp", "draft-model", ["A draft [1]."])
+            self.states = Draft()
+
+        def prefill(self, messages):
+            return self.states.prefill(messages)
+
+    settings = make_settings(tmp_path, **{"budget.ledger": False})
+    draft = PrefillingDraft()
+    engine = fake_engine(settings, draft=draft)
+    engine.retriever.store = ChunkStore([LEAVE, EXPENSES])  # what the warmer lists
+    service = Service(settings, engine)
+    assert service.ask("How many days of leave?", collection="handbook") is not None
+    assert service.warmer.wait(5)
+    assert service.warmer.report["handbook"]["warmed"] == 2 and len(draft.states.prompts) == 2
+    assert any("25 days" in p for p in draft.states.prompts)
+    service.close()
