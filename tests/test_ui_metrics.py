@@ -114,6 +114,7 @@ def test_snapshot_and_rendering_of_usage_budget_and_audit(tmp_path):
     answer(base, session="mine", policy="heavy-only")
     answer(base, session="other")
     base.engine.auditor.wait()
+    assert base.warmer.wait(10)  # asked for after each question; the fake draft keeps none
     data = metrics.snapshot(engines, "mine")
     assert data["ledger"] and data["session"] == "mine"
     assert {r["key"] for r in data["sessions"]} == {"mine", "other"}
@@ -125,6 +126,10 @@ def test_snapshot_and_rendering_of_usage_budget_and_audit(tmp_path):
     session_md, sessions, models, collections, audit_md, recent = metrics.render(data)
     assert session_md.startswith("**This session** (`mine`): **2** questions")
     assert "session budget $" in session_md and "of $5.0000" in session_md
+    assert session_md.endswith("Draft prompts warmed ahead of questions: default: none "
+                               "(the draft model keeps no prompt states)")
+    warm = {"handbook": {"total": 32, "state_mb": 64.5, "skipped": ""}}
+    assert metrics.warm_markdown(warm).endswith("handbook: 32 chunks, 64.5 MB")
     assert sessions[0][0] == "mine" and len(models) == 2 and collections[0][0] == "default"
     assert audit_md.startswith("**3** sampled answers, **3** scored · faithfulness **")
     assert len(recent) == 3 and recent[0][-1] == "How much annual leave?"

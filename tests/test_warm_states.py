@@ -54,7 +54,7 @@ def test_a_first_question_about_a_prefilled_chunk_starts_from_its_state(model_pa
 
 # -- the warmer's control flow (stand-in parts) ------------------------------------------------
 class Draft:
-    def __init__(self, budget=10_000, per_prompt=1_000):
+    def __init__(self, budget=64 * 2**20, per_prompt=2**20):
         self.prompts, self.budget, self.per_prompt = [], budget, per_prompt
 
     def prefill(self, messages):
@@ -83,17 +83,19 @@ def test_each_visible_chunk_is_prefilled_once_with_the_draft_prompt_up_to_its_qu
     e = engine(tmp_path, [LEAVE, EXPENSES])
     warmer = StateWarmer(e, max_chunks=8)
     report = warmer.warm("handbook")
-    assert report == {"chunks": 2, "warmed": 2, "skipped": "", "seconds": report["seconds"],
-                      "state_mb": 0.0}
+    assert report == {"chunks": 2, "warmed": 2, "total": 2, "skipped": "",
+                      "seconds": report["seconds"], "state_mb": 2.0}
     # the prompt a question about that chunk will have, minus the question
     want = build_messages("", [chunk(0, LEAVE)])[1]["content"]
     assert e.draft.prompts[0] == want and "25 days" in want
     assert build_messages("How long?", [chunk(0, LEAVE)])[1]["content"].startswith(
         want.split("Question:")[0])
     # asked again: nothing new to do; a new chunk is warmed alone
-    assert warmer.warm("handbook")["warmed"] == 0
+    again = warmer.warm("handbook")
+    assert again["warmed"] == 0 and again["total"] == 2 and again["state_mb"] == report["state_mb"]
     e.retriever.store.chunks.append(Chunk("c9", "d9", "new.md", "New text.", 0, 0, 9, "h", "v"))
-    assert warmer.warm("handbook")["warmed"] == 1 and "New text." in e.draft.prompts[-1]
+    report = warmer.warm("handbook")
+    assert report["warmed"] == 1 and report["total"] == 3 and "New text." in e.draft.prompts[-1]
 
 
 @pytest.mark.parametrize("values, why", [
@@ -113,7 +115,7 @@ def test_a_large_collection_or_a_full_store_stops_the_warming(tmp_path):
     assert "more than generation.warm_states" in StateWarmer(e, max_chunks=9).warm("c")["skipped"]
     assert e.draft.prompts == []
     # 1,000 bytes a prompt in a 4,000-byte store: three-quarters full after three prompts
-    e.draft = Draft(budget=4_000)
+    e.draft = Draft(budget=4_000, per_prompt=1_000)
     report = StateWarmer(e, max_chunks=64).warm("c")
     assert report["warmed"] == 3 and "75% full" in report["skipped"]
     # a draft model without prompt states: nothing is prefilled

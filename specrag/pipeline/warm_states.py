@@ -129,7 +129,9 @@ class StateWarmer:
         t0 = time.perf_counter()
         view = profile.view(self.engine, collection)  # a tuned collection's own draft
         done = self._warmed.setdefault(collection, set())
-        report = {"chunks": 0, "warmed": 0, "skipped": "", "seconds": 0.0, "state_mb": 0.0}
+        # the store's size as of the latest prefill, kept when this run adds nothing
+        state_mb = self.report.get(collection, {}).get("state_mb", 0.0)
+        report = {"chunks": 0, "warmed": 0, "skipped": "", "seconds": 0.0, "state_mb": state_mb}
         reason = self.why_not(view.settings, view.draft)
         store = self.engine.retriever.store if not reason else None
         count = store.count(collection) if not reason else 0
@@ -156,6 +158,7 @@ class StateWarmer:
                 if states["bytes"] >= self.fill * states["budget_bytes"]:
                     reason = "the prompt-state store is {:.0%} full".format(self.fill)
                     break
+        report["total"] = len(done)  # warmed so far, this run and earlier ones
         report["skipped"] = reason
         report["seconds"] = round(time.perf_counter() - t0, 2)
         self.report[collection] = report

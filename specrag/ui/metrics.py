@@ -61,6 +61,8 @@ def snapshot(engines, session_id: str | None, recent: int = RECENT,
         out["models"] = service.usage(by="model")
         out["collections"] = service.usage(by="collection")
         out["budget"] = service.budget_status(session_id)
+    warmer = getattr(service, "warmer", None)
+    out["warm"] = dict(warmer.report) if warmer is not None else {}
     store = audit_store(engines, fallback)
     out["audit"] = {"summary": store.summary(),
                     "recent": [{k: r.get(k) for k in AUDIT_FIELDS} for r in store.recent(recent)]}
@@ -94,13 +96,23 @@ def session_markdown(data: dict) -> str:
             f"{'s' * (asked != 1)} · {tokens:,} tokens · **{_usd(spent)}**")
     b = data["budget"]
     if not b:
-        return head
+        return head + warm_markdown(data.get("warm") or {})
     limit, day_limit = b.get("session_limit_usd"), b.get("day_limit_usd")
     budget = (f"session budget {_usd(b['session_spent_usd'])} of {_usd(limit)}" if limit
               else "no session budget")
     day = (f"today ({b['day']} UTC, all sessions) {_usd(b['day_spent_usd'])}"
            + (f" of {_usd(day_limit)}" if day_limit else " (no daily budget)"))
-    return f"{head}  \n{budget} · {day}"
+    return f"{head}  \n{budget} · {day}" + warm_markdown(data.get("warm") or {})
+
+
+def warm_markdown(warm: dict) -> str:
+    """A line on the draft prompts warmed ahead of questions (``pipeline.warm_states``)."""
+    if not warm:
+        return ""
+    parts = [f"{name}: {r['total']} chunks, {r['state_mb']} MB" if r.get("total")
+             else f"{name}: none ({r['skipped'] or 'nothing to warm'})"
+             for name, r in sorted(warm.items())]
+    return "  \nDraft prompts warmed ahead of questions: " + " · ".join(parts)
 
 
 def audit_markdown(summary: dict) -> str:
