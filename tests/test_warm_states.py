@@ -37,7 +37,14 @@ def test_a_first_question_about_a_prefilled_chunk_starts_from_its_state(model_pa
         assert cold.prefill(build_messages("", [chunk(0, LEAVE)])) is None  # keeps none
         for i, text in enumerate((LEAVE, EXPENSES)):
             states = warm.prefill(build_messages("", [chunk(i, text)]))
-            assert states["entries"] == i + 1 and 0 < states["bytes"] < states["budget_bytes"]
+            assert states["outcome"] == "stored" and states["entries"] == i + 1
+            assert 0 < states["bytes"] < states["budget_bytes"]
+        # a prompt a stored state holds is not evaluated again; a full store takes no more
+        again = warm.prefill(build_messages("", [chunk(0, LEAVE)]))
+        assert again["outcome"] == "held" and again["entries"] == 2
+        assert again["bytes"] == states["bytes"]
+        full = warm.prefill(build_messages("", [chunk(2, LEAVE + " Also true.")]), fill=0.0)
+        assert full["outcome"] == "full" and full["entries"] == 2
         for question, text, i in (("How many days of paid leave are there?", LEAVE, 0),
                                   ("Who must approve a large claim?", EXPENSES, 1)):
             messages = build_messages(question, [chunk(i, text)])
@@ -54,21 +61,29 @@ def test_a_first_question_about_a_prefilled_chunk_starts_from_its_state(model_pa
 
 # -- the warmer's control flow (stand-in parts) ------------------------------------------------
 class Draft:
-    def __init__(self, budget=64 * 2**20, per_prompt=2**20):
-        self.prompts, self.budget, self.per_prompt = [], budget, per_prompt
+    """Keeps prompts like ``StatefulLlama.prefill``: held ones are not evaluated again, and
+    none is once the store is over ``fill``; a prompt holding ``fail`` raises ``error``."""
 
-    def prefill(self, messages):
-        self.prompts.append(messages[1]["content"])
-        return {"entries": len(self.prompts), "bytes": self.per_prompt * len(self.prompts),
-                "budget_bytes": self.budget}
+    def __init__(self, budget=64 * 2**20, per_prompt=2**20, fail="", error=None):
+        self.prompts, self.held = [], set()
+        self.budget, self.per_prompt, self.fail, self.error = budget, per_prompt, fail, error
+
+    def prefill(self, messages, fill=1.0):
+        prompt = messages[1]["content"]
+        if self.fail and self.fail in prompt:
+            raise self.error
+        outcome = "held" if prompt in self.held else (
+            "full" if self.per_prompt * len(self.held) >= fill * self.budget else "stored")
+        if outcome == "stored":
+            self.prompts.append(prompt)
+            self.held.add(prompt)
+        return {"outcome": outcome, "entries": len(self.held),
+                "bytes": self.per_prompt * len(self.held), "budget_bytes": self.budget}
 
 
 class ChunkStore:
     def __init__(self, texts):
         self.chunks = [chunk(i, t) for i, t in enumerate(texts)]
-
-    def count(self, collection):
-        return len(self.chunks)
 
     def visible_chunks(self, collection, limit=None):
         return self.chunks[:limit]
@@ -79,23 +94,24 @@ def engine(tmp_path, texts, draft=None, **values):
                            retriever=SimpleNamespace(store=ChunkStore(texts)))
 
 
-def test_each_visible_chunk_is_prefilled_once_with_the_draft_prompt_up_to_its_question(tmp_path):
+def test_each_visible_chunk_is_prefilled_with_the_draft_prompt_up_to_its_question(tmp_path):
     e = engine(tmp_path, [LEAVE, EXPENSES])
     warmer = StateWarmer(e, max_chunks=8)
     report = warmer.warm("handbook")
     assert report == {"chunks": 2, "warmed": 2, "total": 2, "skipped": "",
                       "seconds": report["seconds"], "state_mb": 2.0}
-    # the prompt a question about that chunk will have, minus the question
+    # the prompt a question about that chunk will have, up to the question
     want = build_messages("", [chunk(0, LEAVE)])[1]["content"]
     assert e.draft.prompts[0] == want and "25 days" in want
-    assert build_messages("How long?", [chunk(0, LEAVE)])[1]["content"].startswith(
-        want.split("Question:")[0])
-    # asked again: nothing new to do; a new chunk is warmed alone
+    asked = build_messages("How long?", [chunk(0, LEAVE)])[1]["content"]
+    assert asked.startswith(want[:want.index("Question:") + len("Question:")])
+    # asked again: every prompt is held; a new chunk is the only one evaluated
     again = warmer.warm("handbook")
-    assert again["warmed"] == 0 and again["total"] == 2 and again["state_mb"] == report["state_mb"]
+    assert again["warmed"] == 0 and again["total"] == 2 and again["state_mb"] == 2.0
     e.retriever.store.chunks.append(Chunk("c9", "d9", "new.md", "New text.", 0, 0, 9, "h", "v"))
     report = warmer.warm("handbook")
     assert report["warmed"] == 1 and report["total"] == 3 and "New text." in e.draft.prompts[-1]
+    assert len(e.draft.prompts) == 3
 
 
 @pytest.mark.parametrize("values, why", [
@@ -103,6 +119,7 @@ def test_each_visible_chunk_is_prefilled_once_with_the_draft_prompt_up_to_its_qu
     ({"retrieval.draft_words": 60}, "cut to each question"),
     ({"generation.prompt_cache": False}, "prompt cache is off"),
     ({"generation.warm_states": 0}, "warm_states is 0"),
+    ({"security.redact": True, "security.redact_local": True}, "redacted prompts"),
 ])
 def test_warming_is_skipped_with_a_reason_where_no_warm_state_would_be_used(tmp_path, values, why):
     e = engine(tmp_path, [LEAVE], **values)
@@ -112,15 +129,38 @@ def test_warming_is_skipped_with_a_reason_where_no_warm_state_would_be_used(tmp_
 
 def test_a_large_collection_or_a_full_store_stops_the_warming(tmp_path):
     e = engine(tmp_path, [f"Text {i}." for i in range(10)])
-    assert "more than generation.warm_states" in StateWarmer(e, max_chunks=9).warm("c")["skipped"]
-    assert e.draft.prompts == []
-    # 1,000 bytes a prompt in a 4,000-byte store: three-quarters full after three prompts
-    e.draft = Draft(budget=4_000, per_prompt=1_000)
+    report = StateWarmer(e, max_chunks=9).warm("c")
+    assert "more than generation.warm_states (9)" in report["skipped"] and e.draft.prompts == []
+    # 1 MB a prompt in a 4 MB store: at three-quarters full the model takes no more
+    e.draft = Draft(budget=4 * 2**20)
     report = StateWarmer(e, max_chunks=64).warm("c")
     assert report["warmed"] == 3 and "75% full" in report["skipped"]
     # a draft model without prompt states: nothing is prefilled
-    e.draft = SimpleNamespace(prefill=lambda messages: None)
+    e.draft = SimpleNamespace(prefill=lambda messages, fill: None)
     assert "keeps no prompt states" in StateWarmer(e, max_chunks=64).warm("d")["skipped"]
+
+
+def test_a_failing_chunk_is_passed_over_and_a_dead_model_ends_the_warming(tmp_path):
+    from specrag.generators.base import GenerationError
+    from specrag.generators.worker import WorkerDied
+
+    texts = ["Text 0.", "Text 1 is too long.", "Text 2."]
+    e = engine(tmp_path, texts, Draft(fail="too long", error=GenerationError("n_ctx exceeded")))
+    report = StateWarmer(e, max_chunks=8).warm("c")
+    assert report["warmed"] == 2 and report["skipped"] == ""  # the others still warmed
+    e.draft = Draft(fail="Text 1", error=WorkerDied("the local model process was killed"))
+    report = StateWarmer(e, max_chunks=8).warm("c")
+    assert report["warmed"] == 1 and "process ended" in report["skipped"]
+
+
+def test_a_skip_reason_is_logged_once_not_after_every_question(tmp_path, caplog):
+    e = engine(tmp_path, [LEAVE], **{"retrieval.draft_k": 3})
+    warmer = StateWarmer.from_settings(e.settings, e)
+    with caplog.at_level("INFO", logger="specrag.pipeline.warm_states"):
+        for _ in range(3):
+            warmer.warm("handbook")
+    said = [r for r in caplog.records if r.levelname == "INFO"]
+    assert len(said) == 1 and "several chunks" in said[0].getMessage()
 
 
 def test_questions_go_first_and_close_stops_the_background_warming(tmp_path):
@@ -134,6 +174,13 @@ def test_questions_go_first_and_close_stops_the_background_warming(tmp_path):
     busy.clear()
     assert warmer.wait(5) and len(e.draft.prompts) == 2
     assert warmer.report["handbook"]["warmed"] == 2
+    # a failure inside a warming is logged; the thread goes on with the next request
+    e.retriever.store = None
+    warmer.request("broken")
+    assert warmer.wait(5) and "broken" not in warmer.report
+    e.retriever.store = ChunkStore([LEAVE, EXPENSES, "Third text."])
+    warmer.request("handbook")
+    assert warmer.wait(5) and warmer.report["handbook"]["warmed"] == 1
     warmer.close()
     assert not warmer._thread.is_alive()
     warmer.request("other")  # after close: refused, nothing starts
@@ -141,24 +188,34 @@ def test_questions_go_first_and_close_stops_the_background_warming(tmp_path):
 
 
 def test_the_service_warms_a_collection_after_a_question_to_it(tmp_path):
+    from specrag.grounding.verifier import Verifier
+    from specrag.pipeline.engine import SpeculativeRAG
     from specrag.pipeline.service import Service
-    from tests.support.resilience import Scripted, fake_engine
+    from tests.support.fakes import FakeRetriever, ReverseReranker, WordScorer
+    from tests.support.resilience import Scripted
 
     class PrefillingDraft(Scripted):
         def __init__(self):
             super().__init__("llama-cpp", "draft-model", ["A draft [1]."])
             self.states = Draft()
 
-        def prefill(self, messages):
-            return self.states.prefill(messages)
+        def prefill(self, messages, fill=1.0):
+            return self.states.prefill(messages, fill)
+
+    class StoredRetriever(FakeRetriever):
+        store = ChunkStore([LEAVE, EXPENSES])  # what the warmer lists
 
     settings = make_settings(tmp_path, **{"budget.ledger": False})
     draft = PrefillingDraft()
-    engine = fake_engine(settings, draft=draft)
-    engine.retriever.store = ChunkStore([LEAVE, EXPENSES])  # what the warmer lists
+    engine = SpeculativeRAG(settings, retriever=StoredRetriever(), draft=draft,
+                            heavy=Scripted("anthropic", "claude-sonnet-4-6", ["Heavy [1]."]),
+                            verifier=Verifier(settings, scorer=WordScorer()),
+                            reranker=ReverseReranker())
     service = Service(settings, engine)
-    assert service.ask("How many days of leave?", collection="handbook") is not None
-    assert service.warmer.wait(5)
-    assert service.warmer.report["handbook"]["warmed"] == 2 and len(draft.states.prompts) == 2
-    assert any("25 days" in p for p in draft.states.prompts)
-    service.close()
+    try:
+        assert service.ask("How many days of leave?", collection="handbook") is not None
+        assert service.warmer.wait(5)
+        assert service.warmer.report["handbook"]["warmed"] == 2
+        assert any("25 days" in p for p in draft.states.prompts)
+    finally:
+        service.close()

@@ -75,7 +75,8 @@ def table(result: dict) -> str:
     for key in ("off", "on"):
         r = result[key]
         w = r["warming"]
-        warming = (f"{w.get('warmed', 0)} chunks, {w.get('seconds', 0)} s, "
+        warming = (f"{w.get('total', 0)} of {w.get('chunks', 0)} chunks held "
+                   f"({w.get('warmed', 0)} prefilled), {w.get('seconds', 0)} s, "
                    f"{w.get('state_mb', 0)} MB" if w else "-")
         lines.append(f"| {r['warm_states']} | {r['draft_ttft_p50_s']} s | {r['draft_ttft_p95_s']} s"
                      f" | {r['total_p50_s']} s | {r['total_p95_s']} s | {warming} |")

@@ -76,11 +76,11 @@ class _Lazy:
         self.warm_up()
         return self._inner.stream(messages, max_tokens=max_tokens, temperature=temperature)
 
-    def prefill(self, messages: list[dict]) -> dict | None:
+    def prefill(self, messages: list[dict], fill: float = 1.0) -> dict | None:
         """The backend's ``prefill`` (``pipeline.warm_states``), or None when it has none."""
         self.warm_up()
         prefill = getattr(self._inner, "prefill", None)
-        return prefill(messages) if prefill is not None else None
+        return prefill(messages, fill) if prefill is not None else None
 
     def close(self) -> None:
         close = getattr(self._inner, "close", None)

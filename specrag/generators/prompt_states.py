@@ -13,8 +13,12 @@ live context already shares, and llama-cpp-python's own prefix match then trims 
 cells past the shared part and prefills the rest. The restored cells are the ones the
 same tokens produced, so the answer is the same as from a cold prompt (a test checks).
 
-Deliberately not here: deciding which prompts to prefill before anyone asks
-(``pipeline.warm_states``, through ``worker_child.prefill``), states on disk (their token ids are the documents' text, and
+``StatefulLlama.prefill`` evaluates a prompt only to keep its state (warming, before
+anyone asks): not when a stored state already holds it, nor once the store is fuller
+than asked.
+
+Deliberately not here: deciding which prompts to prefill (``pipeline.warm_states``),
+states on disk (their token ids are the documents' text, and
 would need the store's encryption and deletion), or one store shared by two models
 (each worker has its own).
 """
@@ -89,11 +93,32 @@ class StatefulLlama(Llama):
     def __init__(self, *args, states: PromptStates, **kwargs):
         super().__init__(*args, **kwargs)
         self.states = states
+        self._prefill: dict | None = None  # set while ``prefill`` runs: its fill and outcome
+
+    def prefill(self, messages: list[dict], fill: float = 1.0) -> str:
+        """Evaluate a chat prompt only to keep its state: "stored"; "held" when a stored
+        state already holds all but its last ``min_new`` tokens (nothing evaluated); "full"
+        when the store is over ``fill`` of its budget (nothing evaluated)."""
+        self._prefill = {"fill": fill, "outcome": "stored"}
+        try:
+            # one token sampled and dropped: the prompt goes through the same chat template
+            # and tokenizer as a question's, so its tokens are the ones a question shares
+            self.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)
+            return self._prefill["outcome"]
+        finally:
+            self._prefill = None
 
     def generate(self, tokens, *args, **kwargs):
         tokens = list(tokens)
         live = shared_prefix(self.input_ids[:self.n_tokens], tokens)
         stored, key = self.states.longest(tokens)
+        if self._prefill is not None:
+            if len(tokens) - stored < self.states.min_new:
+                self._prefill["outcome"] = "held"
+                return
+            if self.states.bytes >= self._prefill["fill"] * self.states.budget_bytes:
+                self._prefill["outcome"] = "full"
+                return
         if key is not None and stored > live:
             try:
                 self._restore(*self.states.get(key))

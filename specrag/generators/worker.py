@@ -235,18 +235,19 @@ class ModelWorker:
         except WorkerDied:
             pass
 
-    def prefill(self, messages: list[dict]) -> dict:
-        """Evaluate a prompt and keep its state in the child (``worker_child.prefill``)."""
+    def prefill(self, request: dict) -> dict | None:
+        """Evaluate a prompt only to keep its state in the child (``worker_child.prefill``;
+        ``request`` holds ``messages`` and ``fill``)."""
         with self._lock:
             self._ensure()
             rid = next(self._ids)
-            self._send(("prefill", rid, messages))
+            self._send(("prefill", rid, request))
             while True:
                 kind, got, payload = self._recv(120.0, "prefilling")
                 if got == rid:
                     if kind == "error":
                         raise GenerationError(f"{self.label}: {payload}")
-                    return dict(payload)
+                    return payload
 
     def tokenize(self, text: str) -> int:
         with self._lock:

@@ -137,16 +137,15 @@ def _generate(conn, llm, rid: int, req: dict) -> bool:
     return True
 
 
-def prefill(llm, messages: list[dict]) -> dict:
-    """Evaluate a chat prompt and keep its state (``prompt_states``) without answering it;
-    the store's size after. Without prompt states there is nothing to keep: nothing runs."""
+def prefill(llm, request: dict) -> dict | None:
+    """``StatefulLlama.prefill`` of ``request["messages"]`` (up to ``request["fill"]`` of
+    the store): its outcome and the store's size after; None without prompt states."""
     states = getattr(llm, "states", None)
     if states is None:
-        return {"entries": 0, "bytes": 0, "budget_bytes": 0}
-    # one token sampled and thrown away: the prompt goes through the same chat template
-    # and tokenizer as a question's, so its tokens are the ones a question will share
-    llm.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)
-    return {"entries": len(states), "bytes": states.bytes, "budget_bytes": states.budget_bytes}
+        return None
+    outcome = llm.prefill(request["messages"], request.get("fill", 1.0))
+    return {"outcome": outcome, "entries": len(states), "bytes": states.bytes,
+            "budget_bytes": states.budget_bytes}
 
 
 def restored_tokens(llm) -> int:

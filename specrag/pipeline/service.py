@@ -102,7 +102,7 @@ class Service:
         interpreter that exits under it aborts ("terminate called without an active
         exception")."""
         if self.warmer is not None:
-            self.warmer.close()
+            self.warmer.close(timeout_s)
         auditor = getattr(self.engine, "auditor", None)
         if auditor is not None:
             auditor.wait(timeout_s)

@@ -5,21 +5,25 @@ The draft prompt is system prompt, one chunk, question (``retrieval.draft_k`` 1)
 local draft model keeps the KV state of recent prompts (``generators.prompt_states``),
 so a question about a chunk drafted from before starts in ~0.2 s instead of ~1 s on two
 cores. ``StateWarmer`` makes that true for questions no one asked yet: after a question
-to a collection of at most ``generation.warm_states`` chunks, a background thread
-evaluates each visible chunk's draft prompt (an empty question) through the draft
-model's ``prefill``, one chunk at a time and only while no question is in flight
-(``idle``): a question that arrives meanwhile waits for at most one chunk's prefill.
-It stops when the state store is three-quarters full, so the states of live questions
-keep room and warming never evicts its own work.
+to a collection of at most ``generation.warm_states`` chunks, a background thread hands
+each visible chunk's draft prompt (an empty question) to the draft model's ``prefill``,
+one chunk at a time and only while no question is in flight (``idle``): a question that
+arrives meanwhile waits for at most one chunk's prefill. The model itself skips a prompt
+a stored state already holds (after a restart or an eviction it is simply warmed again),
+and evaluates none once its store is three-quarters full, so the states of live
+questions keep room; the store is shared by every collection the model drafts for.
 
 Warming is skipped, with the reason logged and kept in ``report``, when it cannot help:
 several chunks per draft (``draft_k`` > 1) or chunks cut to the question
-(``draft_words``) make prompts no warm state starts, and a draft model without prompt
-states (remote, ``transformers``, the prompt cache off) has nothing to keep.
+(``draft_words``) make prompts no warm state starts; a draft model without prompt states
+(remote, ``transformers``, the prompt cache off) has nothing to keep; and with
+``security.redact_local`` the model sees placeholders, never the chunk as stored.
 
 Deliberately not here: the states themselves (``generators.prompt_states``), states on
-disk, warming at start-up (models load on the first question) or choosing which chunks
-of a large collection deserve warming.
+disk, warming at start-up (models load on the first question), choosing which chunks of
+a large collection deserve warming, and a session's own ``draft_k``/``draft_words``
+(the base settings decide). Each prefill advances llama.cpp's seed chain: drafts are the
+same with or without warming at temperature 0 (the default), not above it.
 """
 
 from __future__ import annotations
@@ -29,14 +33,21 @@ import queue
 import threading
 import time
 
+from specrag.generators.base import GenerationError
+from specrag.generators.worker import WorkerDied
 from specrag.pipeline.prompts import build_messages
+from specrag.security import redacting
 
 log = logging.getLogger(__name__)
 
 FILL = 0.75  # stop warming once the state store is this full
+MAX_FAILURES = 3  # chunks whose prefill failed before a warming gives up
 
 
 class StateWarmer:
+    """Prefills collections' draft prompts in one background thread (``request``), or in
+    the caller's (``warm``); ``report`` says per collection what the latest run did."""
+
     def __init__(self, engine, *, max_chunks: int = 64, idle=lambda: True,
                  poll_s: float = 0.2, fill: float = FILL, quiet_s: float = 1.0):
         self.engine = engine  # a ``SpeculativeRAG``: its store, draft tier and settings
@@ -48,7 +59,6 @@ class StateWarmer:
         # closes first and pays nothing, and a user's next question usually comes sooner
         self.quiet_s = quiet_s
         self.report: dict[str, dict] = {}  # collection -> what its latest warming did
-        self._warmed: dict[str, set[str]] = {}  # collection -> chunk ids warmed
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._pending: set[str] = set()
         self._said: dict[str, str] = {}  # collection -> the reason last logged
@@ -62,18 +72,18 @@ class StateWarmer:
 
     # -- asking for it -----------------------------------------------------------------
     def request(self, collection: str) -> None:
-        """Warm ``collection`` in the background (again: only chunks not yet warmed)."""
-        if self.max_chunks <= 0 or self._stop.is_set():
+        """Warm ``collection`` in the background (again: prompts already held are skipped)."""
+        if self.max_chunks <= 0:
             return
-        with self._lock:
-            if collection in self._pending:
+        with self._lock:  # under the lock: a close cannot slip in and leave it pending
+            if self._stop.is_set() or collection in self._pending:
                 return
             self._pending.add(collection)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, daemon=True,
                                                 name="specrag-warm-states")
                 self._thread.start()
-        self._queue.put(collection)
+            self._queue.put(collection)
 
     def wait(self, timeout_s: float | None = None) -> bool:
         """Block until every requested collection is warmed; False on timeout."""
@@ -84,12 +94,15 @@ class StateWarmer:
             time.sleep(0.05)
         return True
 
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Stop after the chunk in progress."""
-        self._stop.set()
-        self._queue.put(None)
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Stop after the chunk in progress (a prefill, about a second on 2 cores)."""
+        with self._lock:
+            self._stop.set()
+            self._queue.put(None)
         if self._thread is not None:
             self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                log.warning("warming did not stop within %.0f s", timeout_s)
         with self._lock:
             self._pending.clear()
 
@@ -120,51 +133,63 @@ class StateWarmer:
             return "the prompt cache is off"
         if draft is None or getattr(draft, "prefill", None) is None:
             return "the draft model keeps no prompt states"
+        if redacting.wrap(draft, settings) is not draft:
+            return "the draft model sees redacted prompts (security.redact_local)"
         return ""
 
     def warm(self, collection: str) -> dict:
-        """Prefill each visible chunk's draft prompt not warmed yet; what was done."""
+        """Prefill each visible chunk's draft prompt that no stored state holds; what was
+        done: chunks listed, ``warmed`` now, ``total`` held after, why it stopped early."""
         from specrag.tune import profile
 
         t0 = time.perf_counter()
-        view = profile.view(self.engine, collection)  # a tuned collection's own draft
-        done = self._warmed.setdefault(collection, set())
-        # the store's size as of the latest prefill, kept when this run adds nothing
-        state_mb = self.report.get(collection, {}).get("state_mb", 0.0)
-        report = {"chunks": 0, "warmed": 0, "skipped": "", "seconds": 0.0, "state_mb": state_mb}
-        reason = self.why_not(view.settings, view.draft)
-        store = self.engine.retriever.store if not reason else None
-        count = store.count(collection) if not reason else 0
-        if not reason and count > self.max_chunks:
-            reason = (f"{count} chunks, more than generation.warm_states "
-                      f"({self.max_chunks})")
+        report = {"chunks": 0, "warmed": 0, "total": 0, "skipped": "", "seconds": 0.0,
+                  "state_mb": self.report.get(collection, {}).get("state_mb", 0.0)}
+        view = None if self._stop.is_set() else profile.view(self.engine, collection)
+        reason = "stopped" if view is None else self.why_not(view.settings, view.draft)
         if not reason:
-            chunks = [c for c in store.visible_chunks(collection, limit=self.max_chunks)
-                      if c.id not in done]
+            # one over the limit tells a collection too large to warm
+            chunks = self.engine.retriever.store.visible_chunks(collection,
+                                                                 limit=self.max_chunks + 1)
             report["chunks"] = len(chunks)
-            for chunk in chunks:
-                while not self.idle() and not self._stop.is_set():
-                    time.sleep(self.poll_s)  # questions first
-                if self._stop.is_set():
-                    reason = "stopped"
-                    break
-                states = view.draft.prefill(build_messages("", [chunk], "draft"))
-                if states is None:
-                    reason = "the draft model keeps no prompt states"
-                    break
-                done.add(chunk.id)
-                report["warmed"] += 1
-                report["state_mb"] = round(states["bytes"] / 2**20, 1)
-                if states["bytes"] >= self.fill * states["budget_bytes"]:
-                    reason = "the prompt-state store is {:.0%} full".format(self.fill)
-                    break
-        report["total"] = len(done)  # warmed so far, this run and earlier ones
+            if len(chunks) > self.max_chunks:
+                reason = f"more than generation.warm_states ({self.max_chunks}) chunks"
+            else:
+                reason = self._prefill_all(view.draft, chunks, report)
         report["skipped"] = reason
         report["seconds"] = round(time.perf_counter() - t0, 2)
+        said, self._said[collection] = self._said.get(collection), reason
         self.report[collection] = report
-        self._said[collection] = reason
-        (log.info if report["warmed"] or reason != self._said.get(collection) else log.debug)(
-            "warmed %d of %d draft prompts of %s in %.1f s%s", report["warmed"],
-                 report["chunks"], collection, report["seconds"],
-                 f" ({reason})" if reason else "")
+        # a new reason, or new work, is news; the same "nothing to do" after every question is not
+        (log.info if report["warmed"] or reason != said else log.debug)(
+            "warmed %d draft prompts of %s (%d of %d held) in %.1f s%s", report["warmed"],
+            collection, report["total"], report["chunks"], report["seconds"],
+            f"; not all: {reason}" if reason else "")
         return report
+
+    def _prefill_all(self, draft, chunks, report: dict) -> str:
+        """Prefill ``chunks`` in order, updating ``report``; why it stopped early, or ""."""
+        failures = 0
+        for chunk in chunks:
+            while not self.idle() and not self._stop.is_set():
+                time.sleep(self.poll_s)  # questions first
+            if self._stop.is_set():
+                return "stopped"
+            try:
+                states = draft.prefill(build_messages("", [chunk], "draft"), self.fill)
+            except WorkerDied as err:  # the next question restarts it; do not do it here
+                return f"the draft model's process ended: {err}"
+            except GenerationError as err:  # this chunk's prompt (too long, say), not the model
+                failures += 1
+                log.warning("warming chunk %s failed: %s", chunk.id, err)
+                if failures >= MAX_FAILURES:
+                    return f"{failures} chunks failed, the last: {err}"
+                continue
+            if states is None:
+                return "the draft model keeps no prompt states"
+            report["state_mb"] = round(states["bytes"] / 2**20, 1)
+            if states["outcome"] == "full":
+                return f"the prompt-state store is {self.fill:.0%} full"
+            report["warmed"] += states["outcome"] == "stored"
+            report["total"] += 1
+        return ""

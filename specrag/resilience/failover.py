@@ -92,13 +92,16 @@ class FallbackGenerator:
             raise errors[0] if errors else GenerationError("no member of the chain could start")
         return self
 
-    def prefill(self, messages: list[dict]) -> dict | None:
+    def prefill(self, messages: list[dict], fill: float = 1.0) -> dict | None:
         """The first available member's ``prefill``, the one that answers first when all is
-        well; None when it keeps no prompt states."""
+        well; None when it keeps no prompt states or its breaker is open (a failing model
+        is not warmed)."""
         for i, member in enumerate(self.members):
             if i not in self.unavailable:
                 prefill = getattr(member, "prefill", None)
-                return prefill(messages) if prefill is not None else None
+                if prefill is None or self.breakers[i].state == "open":
+                    return None
+                return prefill(messages, fill)
         return None
 
     def close(self) -> None:
