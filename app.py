@@ -2,7 +2,8 @@
 
 Settings come from ``specrag.yaml`` / ``SPECRAG_*`` variables as everywhere else; on a
 Space, set the Claude key as a secret named like ``anthropic_api_key_env`` says
-(``ANTHROPIC_API_KEY`` by default). Models load on the first question, not here. With
+(``ANTHROPIC_API_KEY`` by default). Models load when a browser opens the page or on the
+first question, not here. With
 ``security.users_file`` set the app asks for a login (``specrag users add NAME``).
 """
 

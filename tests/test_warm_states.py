@@ -187,7 +187,8 @@ def test_questions_go_first_and_close_stops_the_background_warming(tmp_path):
     assert "other" not in warmer.report and warmer.wait(0)
 
 
-def test_the_service_warms_a_collection_after_a_question_to_it(tmp_path):
+def prefilling_service(tmp_path):
+    """A ``Service`` over the real engine with stand-in parts whose draft keeps prompts."""
     from specrag.grounding.verifier import Verifier
     from specrag.pipeline.engine import SpeculativeRAG
     from specrag.pipeline.service import Service
@@ -206,16 +207,36 @@ def test_the_service_warms_a_collection_after_a_question_to_it(tmp_path):
         store = ChunkStore([LEAVE, EXPENSES])  # what the warmer lists
 
     settings = make_settings(tmp_path, **{"budget.ledger": False})
-    draft = PrefillingDraft()
-    engine = SpeculativeRAG(settings, retriever=StoredRetriever(), draft=draft,
+    engine = SpeculativeRAG(settings, retriever=StoredRetriever(), draft=PrefillingDraft(),
                             heavy=Scripted("anthropic", "claude-sonnet-4-6", ["Heavy [1]."]),
                             verifier=Verifier(settings, scorer=WordScorer()),
                             reranker=ReverseReranker())
-    service = Service(settings, engine)
+    return Service(settings, engine)
+
+
+def test_the_service_warms_a_collection_after_a_question_to_it(tmp_path):
+    service = prefilling_service(tmp_path)
     try:
         assert service.ask("How many days of leave?", collection="handbook") is not None
         assert service.warmer.wait(5)
         assert service.warmer.report["handbook"]["warmed"] == 2
-        assert any("25 days" in p for p in draft.states.prompts)
+        assert any("25 days" in p for p in service.engine.draft.states.prompts)
+    finally:
+        service.close()
+
+
+def test_opening_the_page_loads_the_models_and_warms_the_collection(tmp_path):
+    from specrag.ui.session import Engines
+
+    service = prefilling_service(tmp_path)
+    engines = Engines(service.settings, service)
+    try:
+        assert not engines.warm
+        engines.prepare("handbook").join(30)
+        assert engines.warm  # the models are loaded before anyone asks
+        assert service.warmer.wait(5) and service.warmer.report["handbook"]["warmed"] == 2
+        engines.prepare("handbook").join(30)  # a second page: nothing loads twice
+        assert service.warmer.wait(5) and service.warmer.report["handbook"]["warmed"] == 0
+        assert service.warmer.report["handbook"]["total"] == 2
     finally:
         service.close()

@@ -8,7 +8,8 @@ live sessions only, uploads bound to their sender, none from viewers) and the lo
 when a users file is configured.
 With ``engine=None`` the app's engine is a resilient ``Service`` (admission gate,
 budgets, usage ledger, failover tiers, quality audit; ``pipeline.build``), built
-lazily: its models load on the first question, so the app starts in seconds. Tests
+lazily: its models load in the background when a browser opens the page, or on the
+first question (an API caller), so the app starts in seconds. Tests
 inject a ``SpeculativeRAG`` or a ``Service`` made of fakes. On first start the sample
 handbook is ingested into the ``handbook`` collection in the background if that
 collection is empty.
@@ -217,6 +218,7 @@ def build(settings: Settings | None = None, engine=None, sample: bool = True):
 
     async def on_load(collection, request: gr.Request):
         await asyncio.to_thread(kb.wait, SAMPLE_WAIT_S)
+        engines.prepare(collection)  # models and warm draft prompts while the user types
         return (*refresh_docs(collection, request),
                 gr.update(visible=metrics.allowed(settings, who(request))))
 

@@ -3,9 +3,11 @@
 - ``Engines`` holds the one engine of the app: by default the ``Service`` of the
   composition root ``pipeline.build`` (admission gate, budgets, usage ledger, tracing,
   failover tiers, the quality ``Auditor``); tests inject a
-  ``SpeculativeRAG`` or a ``Service`` of fakes. It is built on first use and warmed on
-  the first question (models load then, not at import or startup, so the app starts
-  fast), under a lock so two first questions do not load the models twice. When a
+  ``SpeculativeRAG`` or a ``Service`` of fakes. It is built on first use and warmed when
+  a browser opens the page (``prepare``: in the background, with the collection's draft
+  prompts after the models) or on the first question, whichever comes first; not at
+  import or startup, so the app starts fast, and under a lock so the models never load
+  twice. When a
   session's settings panel changes the threshold, k or chunk counts, ``view(options)``
   returns ``engine.replace(settings=...)``: the same loaded parts and hooks under that
   session's settings (and, for a ``Service``, ``with_engine``: the same ledger, gate and
@@ -24,6 +26,7 @@ and any pipeline decision (the engine and the service make them all).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,6 +35,8 @@ from specrag.pipeline.engine import SpeculativeRAG
 from specrag.pipeline.service import Service
 from specrag.ui import charts
 from specrag.ui.chat import Turn, render_conversation, render_turn
+
+log = logging.getLogger(__name__)
 
 MAX_TURNS = 50  # rendered turns kept per session; older ones scroll out of memory
 
@@ -107,6 +112,24 @@ class Engines:
                     _lend_models(auditor, inner)
                 self.warm = True
         return engine
+
+    def prepare(self, collection: str | None) -> threading.Thread:
+        """Someone opened the page: load the models, then warm ``collection``'s draft
+        prompts (``pipeline.warm_states``), in the background, so that by the time the first
+        question is typed both are done. A question asked sooner waits on the same lock."""
+        def run():
+            try:
+                engine = self.warm_up()
+            except Exception:  # noqa: BLE001 - the first question reports it, with its error
+                log.exception("loading the models in the background failed")
+                return
+            warmer = getattr(engine, "warmer", None)
+            if warmer is not None and collection:
+                warmer.request(collection)
+
+        thread = threading.Thread(target=run, daemon=True, name="specrag-prepare")
+        thread.start()
+        return thread
 
     def view(self, options: Options):
         """The engine for one question with a session's settings (the base one if unchanged)."""
