@@ -238,25 +238,20 @@ class ModelWorker:
     def prefill(self, request: dict) -> dict | None:
         """Evaluate a prompt only to keep its state in the child (``worker_child.prefill``;
         ``request`` holds ``messages`` and ``fill``)."""
-        with self._lock:
-            self._ensure()
-            rid = next(self._ids)
-            self._send(("prefill", rid, request))
-            while True:
-                kind, got, payload = self._recv(120.0, "prefilling")
-                if got == rid:
-                    if kind == "error":
-                        raise GenerationError(f"{self.label}: {payload}")
-                    return payload
+        return self._request("prefill", request, 120.0, "prefilling")
 
     def tokenize(self, text: str) -> int:
+        return int(self._request("tokenize", text, 60.0, "tokenizing"))
+
+    def _request(self, op: str, payload, timeout_s: float, doing: str):
+        """Send one request that has one reply, and return the reply."""
         with self._lock:
             self._ensure()
             rid = next(self._ids)
-            self._send(("tokenize", rid, text))
+            self._send((op, rid, payload))
             while True:
-                kind, got, payload = self._recv(60.0, "tokenizing")
+                kind, got, reply = self._recv(timeout_s, doing)
                 if got == rid:
                     if kind == "error":
-                        raise GenerationError(f"{self.label}: {payload}")
-                    return int(payload)
+                        raise GenerationError(f"{self.label}: {reply}")
+                    return reply
