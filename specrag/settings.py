@@ -61,9 +61,7 @@ class ChunkingSettings:
 @dataclass(frozen=True)
 class RetrievalSettings:
     top_k: int = 50  # the broad speculative set
-    # chunks the draft model sees: the 0.5B draft is more often right from the best chunk
-    # alone than from the top 3 (HaluEval-QA 54% vs 43%, SQuAD 66% vs 59%; BENCHMARKS.md,
-    # "one chunk for the draft"), and its prompt is a third as long
+    # chunks the draft sees: the 0.5B is more often right from one (BENCHMARKS.md)
     draft_k: int = 1
     # the reranker picks the draft's draft_k chunks from the first this many hits (0:
     # the retrieval order): with one chunk it must be the right one (``draft_pick``)
@@ -77,33 +75,26 @@ class RetrievalSettings:
     # least this (0: all heavy_k): most of the top 8 score near zero (``heavy_pick``)
     heavy_min_score: float = 0.05
     heavy_min_k: int = 3
-    # each prompt chunk cut to its sentences most about the question, at most this many
-    # words (0: whole): prefill is most of a local model's time to first token
+    # each prompt chunk cut to its sentences most about the question, at most N words (0: whole)
     draft_words: int = 0
     heavy_words: int = 0
-    # the shipped reranker puts the gold passage in the top 3 5.3 points more often than the
-    # bi-encoder order (bench reranker); the heavy tier sees the reranked order
-    rerank: bool = True
-    # reciprocal rank fusion of the reranker's order with the bi-encoder's (``fusion``):
-    # for a weak reranker; the shipped one does better alone (recall@3 0.937 vs 0.929 fused)
+    rerank: bool = True  # the heavy tier sees the reranked order (gold in top 3 +5.3 points)
+    # reciprocal rank fusion of the reranker's and the bi-encoder's orders (``fusion``), for
+    # a weak reranker
     rerank_fusion: bool = False
-    # also rank by BM25 (SQLite FTS5, ``retrieval.keyword``) and fuse the two top_k lists by
-    # reciprocal rank; hits keep their cosine scores. recall@3 +5.6 points on HaluEval-QA,
-    # +7.0 on SQuAD, for 15-30 ms more per query at 10k chunks (bench retrieval)
+    # also rank by BM25 (SQLite FTS5, ``retrieval.keyword``) and fuse the two lists by
+    # reciprocal rank (recall@3 +5.6 points on HaluEval-QA, +7.0 on SQuAD)
     hybrid: bool = True
 
 
 @dataclass(frozen=True)
 class VerifySettings:
-    # grounding alone (no question, or acceptance off) and each sentence's mark: `specrag
-    # calibrate` (precision 0.95 on 2,632 dev drafts of seven sources incl. the hard sets;
-    # recall 0.70; 0.36 before the head weighed names in another role) for the shipped
-    # verifier and its head
+    # grounding alone (no question, or acceptance off) and each sentence's mark
+    # (`specrag calibrate`: precision 0.95 on 2,632 dev drafts of seven sources)
     threshold: float = 0.7937
     per_sentence: int = 1  # chunks per sentence, word-overlap prefilter (0: all); 1 ~ 3 on e2e
     evidence_words: int = 64  # each chunk cut to its sentences most about the claim; 0: whole
-    # pairs per int8 verifier run; 1: a score is its pair's alone, so it is remembered
-    batch_size: int = 1
+    batch_size: int = 1  # pairs per int8 verifier run; 1: a score is its pair's alone
     aggregate: str = "min"  # over sentences: min | mean
     escalate_abstentions: bool = True  # a draft that only says "the documents do not say"
     head: bool = True  # combine the cross-encoder with key-span coverage (head.json)
@@ -126,8 +117,7 @@ class GenerationSettings:
     heavy: str = "llama-cpp"  # e.g. anthropic:claude-sonnet-4-6
     policy: str = "lazy"  # lazy | eager | routed | draft-only | heavy-only
     eager_heavy: bool = True  # eager also starts the heavy generation, not only the rerank
-    # ... even when the heavy model runs on this machine beside a local draft; off: on 2
-    # cores the two then share the cores and both get slower (BENCHMARKS.md)
+    # ... even with both models on this machine; off: on 2 cores both then get slower
     eager_heavy_local: bool = False  # and then each local model takes half the cores
     draft_max_tokens: int = 96
     heavy_max_tokens: int = 256
@@ -141,8 +131,7 @@ class GenerationSettings:
     # llama.cpp models run in a worker process ("process": a native crash fails one answer,
     # not the app, and the worker restarts) or in this process ("thread")
     local_isolation: str = "process"
-    # llama.cpp's extra CPU buffer types (AMX/AArch64 weight repacking); off: the AMX path
-    # faults on some virtualised Intel hosts and is no faster for this decoding
+    # llama.cpp's extra CPU buffer types (AMX repacking): faults on some virtualised Intel
     extra_bufts: bool = False
     # more options per backend, checked against its parameters: {"transformers": {"load_in":
     # "8bit", "device": "cpu"}, "llama-cpp": {"n_ctx": 8192}, "openai": {"timeout_s": 30}}
@@ -158,9 +147,8 @@ class RoutingSettings:
     """The ``routed`` policy's router (``specrag.routing``): draft, or heavy at once."""
 
     model: str = "builtin"  # builtin (specrag/models/router) | a router.json path
-    # draft when P(the draft will be accepted and right) >= this; negative: the model's own
-    # (about the draft/heavy time ratio of the run it was trained on); lower it when the
-    # heavy tier is a billed remote model and cost matters more than time
+    # draft when P(the draft will be accepted and right) >= this; negative: the model's own;
+    # lower it when the heavy tier is billed and cost matters more than time
     threshold: float = -1.0
 
 
@@ -168,9 +156,8 @@ class RoutingSettings:
 class ChatSettings:
     """Follow-up questions (``pipeline.followup``): the conversation so far rewrites them."""
 
-    # how a follow-up becomes a standalone question: "previous" (the previous question,
-    # then this one: no model call, and the best second-turn recall we measured), "model"
-    # (the draft model rewrites it: reads better, costs a generation), "off"
+    # a follow-up's standalone question: "previous" (the previous question, then this one:
+    # no model call, best recall measured), "model" (the draft rewrites it), "off"
     rewrite: str = "previous"
     history_turns: int = 3  # earlier question/answer pairs the rewrite sees
     rewrite_max_tokens: int = 48
