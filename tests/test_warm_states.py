@@ -119,6 +119,7 @@ def test_each_visible_chunk_is_prefilled_with_the_draft_prompt_up_to_its_questio
     ({"retrieval.draft_words": 60}, "cut to each question"),
     ({"generation.prompt_cache": False}, "prompt cache is off"),
     ({"generation.warm_states": 0}, "warm_states is 0"),
+    ({"generation.policy": "heavy-only"}, "no drafts"),
     ({"security.redact": True, "security.redact_local": True}, "redacted prompts"),
 ])
 def test_warming_is_skipped_with_a_reason_where_no_warm_state_would_be_used(tmp_path, values, why):

@@ -125,6 +125,8 @@ class StateWarmer:
         """Why warming cannot help under these settings ("" when it can)."""
         if self.max_chunks <= 0:
             return "generation.warm_states is 0"
+        if settings.generation.policy == "heavy-only":
+            return "the policy is heavy-only: no drafts"
         if settings.retrieval.draft_k != 1:
             return "the draft reads several chunks (retrieval.draft_k > 1)"
         if settings.retrieval.draft_words > 0:
