@@ -242,18 +242,14 @@ class Store:
                where: dict | None = None, limit: int | None = None) -> list[Chunk]:
         """Stored chunks by id or metadata filter (any version: callers check it)."""
         chunks, _ = self._pair(collection, create=False)
-        got = chunks.get(ids=ids, where=where, limit=limit, include=["documents", "metadatas"])
-        return [_chunk(i, t, m, collection)
-                for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
+        return _read(chunks, collection, ids=ids, where=where, limit=limit)
 
     def visible_chunks(self, collection: str, limit: int | None = None) -> list[Chunk]:
         """Chunks a search may show (neither pending nor replaced), at most ``limit``."""
         chunks, docs = self._pair(collection, create=False)
         hidden = self._hidden(docs)
-        got = chunks.get(where={"version": {"$nin": hidden}} if hidden else None, limit=limit,
-                         include=["documents", "metadatas"])
-        return [_chunk(i, t, m, collection)
-                for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
+        return _read(chunks, collection, where={"version": {"$nin": hidden}} if hidden else None,
+                     limit=limit)
 
     def count(self, collection: str) -> int:
         return self._pair(collection)[0].count()
@@ -332,6 +328,13 @@ def _chunk_meta(c: Chunk) -> dict:
     if c.heading:
         meta["heading"] = c.heading
     return meta
+
+
+def _read(chunks, collection: str, **get) -> list[Chunk]:
+    """``Chunk``s of a Chroma ``get`` on the chunks collection (ids, where, limit)."""
+    got = chunks.get(include=["documents", "metadatas"], **get)
+    return [_chunk(i, t, m, collection)
+            for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
 
 
 def _chunk(chunk_id: str, text: str, m: dict, collection: str) -> Chunk:
