@@ -15,16 +15,16 @@ policy-timing --prompt-cache``), concurrency (``bench concurrency``).
 
 from __future__ import annotations
 
-import statistics
-
 from specrag.bench.followups import HANDBOOK
+from specrag.bench.metrics import percentile
 
 OPENER = "What is this handbook about?"
 
 
-def _pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(q * len(values)))] / 1000, 2)
+def _s(values: list[float], q: float) -> float | None:
+    """The ``q`` percentile of millisecond values, in seconds."""
+    p = percentile(values, q)
+    return None if p is None else round(p / 1000, 2)
 
 
 def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int = 64) -> dict:
@@ -53,10 +53,8 @@ def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int 
     ttft = [r["draft_ttft_ms"] for r in rows if r["draft_ttft_ms"] is not None]
     total = [r["total_ms"] for r in rows]
     return {"warm_states": warm, "warming": warming, "questions": len(rows),
-            "draft_ttft_p50_s": round(statistics.median(ttft) / 1000, 2) if ttft else None,
-            "draft_ttft_p95_s": _pct(ttft, 0.95) if ttft else None,
-            "total_p50_s": round(statistics.median(total) / 1000, 2),
-            "total_p95_s": _pct(total, 0.95), "rows": rows}
+            "draft_ttft_p50_s": _s(ttft, 50), "draft_ttft_p95_s": _s(ttft, 95),
+            "total_p50_s": _s(total, 50), "total_p95_s": _s(total, 95), "rows": rows}
 
 
 def compare(settings, collection: str = "handbook", policy: str = "lazy") -> dict:
