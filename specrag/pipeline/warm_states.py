@@ -5,7 +5,8 @@ The draft prompt is system prompt, one chunk, question (``retrieval.draft_k`` 1)
 local draft model keeps the KV state of recent prompts (``generators.prompt_states``),
 so a question about a chunk drafted from before starts in ~0.2 s instead of ~1 s on two
 cores. ``StateWarmer`` makes that true for questions no one asked yet: after a question
-to a collection of at most ``generation.warm_states`` chunks, a background thread hands
+to a collection of at most ``generation.warm_states`` chunks (``Service``), or when a
+browser opens the page (``ui.session.Engines.prepare``), a background thread hands
 each visible chunk's draft prompt (an empty question) to the draft model's ``prefill``,
 one chunk at a time and only while no question is in flight (``idle``): a question that
 arrives meanwhile waits for at most one chunk's prefill. The model itself skips a prompt
@@ -14,15 +15,15 @@ and evaluates none once its store is three-quarters full, so the states of live
 questions keep room; the store is shared by every collection the model drafts for.
 
 Warming is skipped, with the reason logged and kept in ``report``, when it cannot help:
-several chunks per draft (``draft_k`` > 1) or chunks cut to the question
+a heavy-only policy drafts nothing; several chunks per draft (``draft_k`` > 1) or chunks cut to the question
 (``draft_words``) make prompts no warm state starts; a draft model without prompt states
 (remote, ``transformers``, the prompt cache off) has nothing to keep; and with
 ``security.redact_local`` the model sees placeholders, never the chunk as stored.
 
 Deliberately not here: the states themselves (``generators.prompt_states``), states on
-disk, warming at start-up (models load on the first question), choosing which chunks of
-a large collection deserve warming, and a session's own ``draft_k``/``draft_words``
-(the base settings decide). Each prefill advances llama.cpp's seed chain: drafts are the
+disk, warming at start-up (models load once a page opens or a question comes), choosing
+which chunks of a large collection deserve warming, and a session's own
+``draft_k``/``draft_words`` (the base settings decide). Each prefill advances llama.cpp's seed chain: drafts are the
 same with or without warming at temperature 0 (the default), not above it.
 """
 
