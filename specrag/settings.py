@@ -127,7 +127,7 @@ class GenerationSettings:
     anthropic_base_url: str = ""
     threads: int = 0  # CPU threads for local models; 0: all cores
     prompt_cache: bool = True  # llama.cpp reuses the previous prompt's prefix (off in benchmarks)
-    warm_states: int = 64  # prefill draft prompts of collections up to this many chunks; 0 off
+    warm_states: int = 1024  # prefill draft prompts of collections up to this many chunks; 0 off
     # llama.cpp models run in a worker process ("process": a native crash fails one answer,
     # not the app, and the worker restarts) or in this process ("thread")
     local_isolation: str = "process"

@@ -115,3 +115,34 @@ def test_prompt_states_follow_the_prompt_cache_and_their_budget_option(model_pat
         assert len(gen._llm.states) == 0
     finally:
         gen.close()
+
+
+@pytest.mark.slow
+def test_a_warmed_chunk_is_restored_from_disk_after_a_restart_until_the_store_invalidates_it(
+        model_path, tmp_path):
+    from specrag.generators.llamacpp import LlamaCppGenerator
+    from specrag.generators.state_files import invalidate
+
+    def draft(**kw):
+        return LlamaCppGenerator(model_path=model_path, threads=2, states_dir=str(tmp_path),
+                                 **kw).warm_up()
+
+    first = draft()
+    try:
+        assert first.prefill(build_messages("", [chunk(0, LEAVE)], "draft"))["outcome"] == "stored"
+    finally:
+        first.close()
+    assert len(list(tmp_path.rglob("*.kv"))) == 1
+    cold = draft(prompt_cache=False)
+    again = draft()  # a new worker process: only the files carry the state
+    try:
+        question = "How many days of paid leave are there?"
+        text, usage = ask(again, question, LEAVE, 0)
+        assert usage.state_tokens > 0.8 * usage.input_tokens - 30
+        assert text == ask(cold, question, LEAVE, 0)[0]  # the same answer as from a cold prompt
+        invalidate(tmp_path)  # the store deleted chunks: nothing may be restored any more
+        text, usage = ask(again, question, LEAVE, 0)
+        assert usage.state_tokens == 0 and text == ask(cold, question, LEAVE, 0)[0]
+    finally:
+        cold.close()
+        again.close()

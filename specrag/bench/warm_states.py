@@ -2,12 +2,16 @@
 
 ``specrag bench warm-states [--collection handbook] [--policy lazy]`` builds the engine
 as the app serves it (``pipeline.build``, prompt cache on, the audit off) twice: with
-``generation.warm_states`` 0, then with it on. Each asks one opening question (models
+``generation.warm_states`` 0, then with it on. Each starts with no stored states (the
+data folder's state files are invalidated first) and asks one opening question (models
 load, and with warming on the collection is then warmed, timed), then the first turns
 of ``followups.HANDBOOK``: questions no one asked before, about chunks no question
-drafted from. Per run: draft first token and final answer p50/p95, the warming's
-seconds and state memory, and how many answers are the same text in both runs (a
-restored state must change nothing but the time).
+drafted from. ``--dataset squad --n N`` asks N questions of that set instead, for a
+data folder whose collection holds its passages (a ``bench e2e`` run's ``data``): a
+collection of hundreds of chunks, warmed onto disk (``generators.state_files``). Per
+run: draft first token and final answer p50/p95, the warming's seconds and state
+size, and how many answers are the same text in both runs (a restored state must
+change nothing but the time).
 
 Deliberately not here: answer quality (``bench e2e``), repeated questions (``bench
 policy-timing --prompt-cache``), concurrency (``bench concurrency``).
@@ -21,18 +25,29 @@ from specrag.bench.metrics import percentile
 OPENER = "What is this handbook about?"
 
 
+def dataset_questions(settings, name: str, n: int) -> list[str]:
+    """The first ``n`` questions of a benchmark set (``datasets``), in its sample order."""
+    from specrag.datasets import load_dataset
+
+    return [item.question for item in load_dataset(name, settings, n=n).items]
+
+
 def _s(values: list[float], q: float) -> float | None:
     """The ``q`` percentile of millisecond values, in seconds."""
     p = percentile(values, q)
     return None if p is None else round(p / 1000, 2)
 
 
-def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int = 64) -> dict:
+def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int = 1024,
+        questions: list[str] | None = None) -> dict:
     """One engine, ``generation.warm_states`` = ``warm``: the figures and the answers."""
+    from specrag.generators.state_files import invalidate, root_for
     from specrag.pipeline.build import build_service
 
     s = settings.with_values(**{"generation.prompt_cache": True,
                                 "generation.warm_states": warm})
+    invalidate(root_for(s.data_path))  # both runs start without stored states
+    questions = questions or [q for q, _, _ in HANDBOOK]
     service = build_service(s, audit=False).warm_up()
     try:
         service.ask(OPENER, policy=policy, collection=collection)
@@ -41,7 +56,7 @@ def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int 
             service.warmer.wait()
             warming = service.warmer.report.get(collection, {})
         rows = []
-        for question, _, _ in HANDBOOK:
+        for question in questions:
             a = service.ask(question, policy=policy, collection=collection)
             rows.append({"question": question, "draft_ttft_ms": a.timings_ms.get("draft_ttft"),
                          "total_ms": a.timings_ms.get("total"), "tier": a.tier,
@@ -57,9 +72,11 @@ def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int 
             "total_p50_s": _s(total, 50), "total_p95_s": _s(total, 95), "rows": rows}
 
 
-def compare(settings, collection: str = "handbook", policy: str = "lazy") -> dict:
-    off = run(settings, collection, policy, warm=0)
-    on = run(settings, collection, policy, warm=settings.generation.warm_states or 64)
+def compare(settings, collection: str = "handbook", policy: str = "lazy",
+            questions: list[str] | None = None) -> dict:
+    off = run(settings, collection, policy, warm=0, questions=questions)
+    on = run(settings, collection, policy, warm=settings.generation.warm_states or 1024,
+             questions=questions)
     same = sum(a["draft"] == b["draft"] for a, b in zip(off["rows"], on["rows"]))
     return {"collection": collection, "policy": policy, "off": off, "on": on,
             "same_drafts": same, "first_token_ratio": round(

@@ -154,6 +154,10 @@ def add_parsers(sub) -> None:
                                             "prompts (generation.warm_states)")
     p.add_argument("--collection", default="handbook")
     p.add_argument("--policy", default="lazy")
+    p.add_argument("--dataset", choices=("squad", "halueval-qa"),
+                   help="ask this set's questions (the collection must hold its passages, "
+                        "as a 'bench e2e' data folder does) instead of the handbook's")
+    p.add_argument("--n", type=int, default=30, help="questions of --dataset")
     p.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
     p.set_defaults(func=cmd_warm_states)
 
@@ -330,7 +334,9 @@ def cmd_policy_timing(args, settings) -> int:
 def cmd_warm_states(args, settings) -> int:
     from specrag.bench import warm_states
 
-    result = warm_states.compare(settings, args.collection, args.policy)
+    questions = (warm_states.dataset_questions(settings, args.dataset, args.n)
+                 if args.dataset else None)
+    result = warm_states.compare(settings, args.collection, args.policy, questions)
     print(warm_states.table(result))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=1))

@@ -17,6 +17,7 @@ import os
 
 from specrag import sources
 from specrag.generators.base import Generator, check_options, is_local_backend, make_generator
+from specrag.generators.state_files import root_for
 from specrag.settings import Settings
 
 # local backends whose model file comes from ``models.ROLE`` (resolved lazily by ``sources``)
@@ -32,9 +33,19 @@ def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
     if backend == "llama-cpp":
         options = {"threads": local_threads(settings), "prompt_cache": g.prompt_cache,
                    "isolation": g.local_isolation, "extra_bufts": g.extra_bufts, "role": role}
+        if role == "draft":  # the heavy model's prompts are rarely asked twice: memory only
+            options.update(states_dir=str(root_for(settings.data_path)), states_key=states_key(settings))
     options.update((g.options or {}).get(backend, {}))
     check_options(backend, {**options, **({"model_path": ""} if backend in FILE_BACKENDS else {})})
     return options
+
+
+def states_key(settings: Settings) -> str | None:
+    """The encryption key for state files (hex), None with ``security.encrypt`` off."""
+    from specrag.security.crypto import load_key
+
+    key = load_key(settings)
+    return key.hex() if key else None
 
 
 def local_threads(settings: Settings, cores: int | None = None) -> int | None:

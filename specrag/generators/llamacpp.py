@@ -43,7 +43,8 @@ class LlamaCppGenerator:
     def __init__(self, model: str = "", model_path: str | os.PathLike | None = None,
                  n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True,
                  isolation: str = "process", extra_bufts: bool = False, role: str = "",
-                 logprobs: bool = True, prompt_states_mb: int = 256):
+                 logprobs: bool = True, prompt_states_mb: int = 256, states_dir: str = "",
+                 states_disk_mb: int = 4096, states_key: str | None = None):
         if isolation not in ISOLATION:
             raise ValueError(f"llama-cpp isolation must be one of {', '.join(ISOLATION)}, "
                              f"got '{isolation}'")
@@ -58,6 +59,12 @@ class LlamaCppGenerator:
         # MB (``prompt_states``): a question about a chunk drafted from before prefills only
         # the question. Off with ``prompt_cache``.
         self.prompt_states_mb = prompt_states_mb if prompt_cache else 0
+        # ... and with ``states_dir`` (the draft's: ``DATA_DIR/states``) up to this many MB
+        # of them on disk too, encrypted with ``states_key`` (hex) when given
+        # (``state_files``): a large collection's warmed chunks, kept across restarts
+        self.states_dir = str(states_dir or "")
+        self.states_disk_mb = states_disk_mb
+        self.states_key = states_key
         self.isolation = isolation
         self.role = role  # "draft" / "heavy": names the worker in logs and errors
         self.extra_bufts = extra_bufts
@@ -73,7 +80,8 @@ class LlamaCppGenerator:
         # whatever n_threads says, so a thread setting would only reach decoding
         return {"n_ctx": self.n_ctx, "n_threads": self.threads, "n_threads_batch": self.threads,
                 "n_batch": 512, "use_extra_bufts": self.extra_bufts,
-                "prompt_states_mb": self.prompt_states_mb}
+                "prompt_states_mb": self.prompt_states_mb, "states_dir": self.states_dir,
+                "states_disk_mb": self.states_disk_mb, "states_key": self.states_key}
 
     def warm_up(self) -> "LlamaCppGenerator":
         with self._lock:

@@ -17,10 +17,14 @@ same tokens produced, so the answer is the same as from a cold prompt (a test ch
 anyone asks): not when a stored state already holds it, nor once the store is fuller
 than asked.
 
+With ``files`` (``state_files.StateFiles``) every kept state is also written to disk and
+a stored prompt may be restored from there: more chunks than memory holds stay warm, and
+across restarts. Each question first checks the store's epoch (``fresh``): when chunks
+left the store, every state, in memory and on disk, is forgotten.
+
 Deliberately not here: deciding which prompts to prefill (``pipeline.warm_states``),
-states on disk (their token ids are the documents' text, and
-would need the store's encryption and deletion), or one store shared by two models
-(each worker has its own).
+the files themselves (``state_files``), or one store shared by two models (each worker
+has its own).
 """
 
 from __future__ import annotations
@@ -40,9 +44,10 @@ class PromptStates:
     state or the live context already held: a prompt that only added a question to a
     stored chunk gives nothing worth its bytes."""
 
-    def __init__(self, budget_bytes: int, min_new: int = 48):
+    def __init__(self, budget_bytes: int, min_new: int = 48, files=None):
         self.budget_bytes = int(budget_bytes)
         self.min_new = min_new
+        self.files = files  # ``state_files.StateFiles`` or None
         self._entries: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()
         self._next = 0
         self.bytes = 0
@@ -51,16 +56,38 @@ class PromptStates:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def longest(self, tokens) -> tuple[int, int | None]:
-        """(shared prefix length, key) of the stored prompt sharing most with ``tokens``."""
+    def fresh(self) -> bool:
+        """False, every state forgotten, when the store invalidated them since the last
+        call (``state_files.invalidate``: chunks left the store)."""
+        if self.files is None or self.files.fresh():
+            return True
+        self._entries.clear()
+        self.bytes = 0
+        return False
+
+    def usage(self) -> tuple[int, int]:
+        """(bytes, budget) of the tier that bounds warming: the files when they keep any."""
+        if self.files is not None and self.files.budget_bytes > 0:
+            return self.files.bytes, self.files.budget_bytes
+        return self.bytes, self.budget_bytes
+
+    def longest(self, tokens) -> tuple[int, int | str | None]:
+        """(shared prefix length, key) of the stored prompt sharing most with ``tokens``:
+        an int for one in memory, a file name for one only on disk."""
         q = np.asarray(tokens, dtype=np.intc)
         best, best_key = 0, None
         for key, (stored, _) in self._entries.items():
             if min(len(stored), len(q)) > best and (n := shared_prefix(stored, q)) > best:
                 best, best_key = n, key
+        if self.files is not None:
+            n, name = self.files.longest(q, shared_prefix)
+            if n > best:
+                best, best_key = n, name
         return best, best_key
 
     def add(self, tokens: np.ndarray, state: bytes) -> None:
+        if self.files is not None:
+            self.files.put(tokens, state)
         if len(state) > self.budget_bytes:
             return
         # a stored prompt the new one extends is covered by it
@@ -75,7 +102,10 @@ class PromptStates:
             _, (_, old) = self._entries.popitem(last=False)
             self.bytes -= len(old)
 
-    def get(self, key: int) -> tuple[np.ndarray, bytes]:
+    def get(self, key: int | str) -> tuple[np.ndarray, bytes] | None:
+        """The stored (tokens, state), or None when its file is gone (``longest``'s key)."""
+        if isinstance(key, str):
+            return self.files.get(key) if self.files is not None else None
         self._entries.move_to_end(key)
         return self._entries[key]
 
@@ -110,18 +140,24 @@ class StatefulLlama(Llama):
 
     def generate(self, tokens, *args, **kwargs):
         tokens = list(tokens)
+        if not self.states.fresh():
+            self.n_tokens = 0  # nor may the live context's cells serve a later prompt
         live = shared_prefix(self.input_ids[:self.n_tokens], tokens)
         stored, key = self.states.longest(tokens)
         if self._prefill is not None:
             if len(tokens) - stored < self.states.min_new:
                 self._prefill["outcome"] = "held"
                 return
-            if self.states.bytes >= self._prefill["fill"] * self.states.budget_bytes:
+            used, budget = self.states.usage()
+            if used >= self._prefill["fill"] * budget:
                 self._prefill["outcome"] = "full"
                 return
-        if key is not None and stored > live:
+        got = self.states.get(key) if key is not None and stored > live else None
+        if got is None:
+            stored = min(stored, live)  # a file gone meanwhile: prefill as without it
+        else:
             try:
-                self._restore(*self.states.get(key))
+                self._restore(*got)
                 self.states.restored_tokens += stored
             except RuntimeError:  # start cold: the context was cleared before the restore
                 self.n_tokens, stored = 0, 0

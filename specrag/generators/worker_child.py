@@ -33,7 +33,9 @@ _LOAD_LOCK = threading.Lock()
 def load_llama(model_path: str, params: dict):
     """``llama_cpp.Llama(model_path, **params)``, where ``params`` may also hold
     ``use_extra_bufts`` and ``prompt_states_mb`` (> 0: a ``StatefulLlama`` keeping that
-    many MB of prompt states, ``prompt_states``).
+    many MB of prompt states, ``prompt_states``), and with it ``states_dir`` (the store's
+    states folder, whose epoch it follows), ``states_disk_mb`` (MB kept there,
+    ``state_files``) and ``states_key`` (the encryption key, or None).
 
     llama.cpp's model parameters have ``use_extra_bufts`` (weight repacking into extra
     CPU buffer types, AMX among them), but ``Llama`` offers no argument for it: it fills
@@ -44,13 +46,16 @@ def load_llama(model_path: str, params: dict):
     params = dict(params)
     extra = params.pop("use_extra_bufts", None)
     states_mb = params.pop("prompt_states_mb", 0)
+    files = _state_files(model_path, params, states_mb, params.pop("states_dir", ""),
+                         params.pop("states_disk_mb", 0), params.pop("states_key", None))
     import llama_cpp.llama_cpp as low
     from llama_cpp import Llama
 
     if states_mb > 0:
         from specrag.generators.prompt_states import PromptStates, StatefulLlama
 
-        Llama = functools.partial(StatefulLlama, states=PromptStates(states_mb * 2**20))
+        Llama = functools.partial(StatefulLlama,
+                                  states=PromptStates(states_mb * 2**20, files=files))
     if extra is None:
         return Llama(model_path=model_path, verbose=False, **params)
     with _LOAD_LOCK:
@@ -66,6 +71,22 @@ def load_llama(model_path: str, params: dict):
             return Llama(model_path=model_path, verbose=False, **params)
         finally:
             low.llama_model_default_params = original
+
+
+def _state_files(model_path: str, params: dict, states_mb: int, root: str, disk_mb: int, key):
+    """The model's ``StateFiles`` under ``root`` (None without a folder or without states
+    in memory); with ``disk_mb`` 0 it keeps no files but still follows the store's epoch."""
+    if not root or states_mb <= 0:
+        return None
+    from specrag.generators.state_files import StateFiles, model_folder
+
+    cipher = None
+    if key:
+        from specrag.security.crypto import Cipher
+
+        cipher = Cipher(bytes.fromhex(key))
+    return StateFiles(root, model_folder(root, model_path, params), disk_mb * 2**20,
+                      cipher).load()
 
 
 # -- the child ---------------------------------------------------------------------------
@@ -144,8 +165,9 @@ def prefill(llm, request: dict) -> dict | None:
     if states is None:
         return None
     outcome = llm.prefill(request["messages"], request.get("fill", 1.0))
-    return {"outcome": outcome, "entries": len(states), "bytes": states.bytes,
-            "budget_bytes": states.budget_bytes}
+    used, budget = states.usage()
+    return {"outcome": outcome, "entries": max(len(states), len(states.files or ())),
+            "bytes": used, "budget_bytes": budget}
 
 
 def restored_tokens(llm) -> int:

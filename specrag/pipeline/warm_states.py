@@ -49,7 +49,7 @@ class StateWarmer:
     """Prefills collections' draft prompts in one background thread (``request``), or in
     the caller's (``warm``); ``report`` says per collection what the latest run did."""
 
-    def __init__(self, engine, *, max_chunks: int = 64, idle=lambda: True,
+    def __init__(self, engine, *, max_chunks: int = 1024, idle=lambda: True,
                  poll_s: float = 0.2, fill: float = FILL, quiet_s: float = 1.0):
         self.engine = engine  # a ``SpeculativeRAG``: its store, draft tier and settings
         self.max_chunks = max_chunks  # 0: never warm

@@ -114,6 +114,7 @@ class Store:
                 pass
         self.keywords.drop(name)
         self._filled.discard(name)
+        self._states_gone()
 
     def _keyword_ready(self, name: str, chunks) -> None:
         """Fill the keyword index from Chroma once, for a collection older than it."""
@@ -200,6 +201,7 @@ class Store:
         if stale:
             docs.upsert(ids=[i for i, _ in stale], embeddings=[[1.0]] * len(stale),
                         metadatas=[m for _, m in stale])
+            self._states_gone()
 
     def delete(self, collection: str, doc_id: str) -> bool:
         chunks, docs = self._pair(collection, create=False)
@@ -215,6 +217,14 @@ class Store:
         chunks.delete(where={"doc_id": doc_id})
         self.keywords.delete(collection, doc_id)
         docs.delete(ids=[doc_id])
+        self._states_gone()
+
+    def _states_gone(self) -> None:
+        """Chunks left the store: the draft model's prompt states (KV cells of their text,
+        in its memory and on disk) must not outlive them (``generators.state_files``)."""
+        from specrag.generators.state_files import invalidate, root_for
+
+        invalidate(root_for(self.settings.data_path))
 
     def recover(self, collection: str) -> int:
         """Remove chunks of versions that never committed or were half replaced."""

@@ -1,0 +1,153 @@
+"""Prompt states on disk (``generators.state_files``): found again after a restart, bounded,
+encrypted with the store's key, and forgotten when chunks leave the store. The files
+alone (no model), the memory store over them, the store's deletions and the factory's
+options; the real model's restore across a restart is in ``test_prompt_states``."""
+
+import base64
+import os
+
+import numpy as np
+import pytest
+
+from specrag.generators.state_files import StateFiles, invalidate, read_epoch, root_for
+from tests.support.env import make_settings
+
+
+def shared_prefix(a, b) -> int:
+    m = min(len(a), len(b))
+    differ = np.flatnonzero(np.asarray(a[:m]) != np.asarray(b[:m]))
+    return int(differ[0]) if len(differ) else m
+
+
+def toks(*ids) -> np.ndarray:
+    return np.array(ids, dtype=np.intc)
+
+
+def files(tmp_path, budget=1000, cipher=None) -> StateFiles:
+    return StateFiles(tmp_path, tmp_path / "model", budget, cipher).load()
+
+
+def test_states_are_found_again_after_a_restart_and_the_budget_drops_the_least_used(tmp_path):
+    a = files(tmp_path)
+    a.put(toks(1, 2, 3, 4), b"a" * 300)
+    a.put(toks(1, 2, 9, 9), b"b" * 300)
+    # a prompt that extends a stored one replaces it
+    a.put(toks(1, 2, 3, 4, 5), b"c" * 300)
+    assert len(a) == 2 and a.bytes == 600
+    # a new process (a restart) indexes the folder and restores the same bytes
+    b = files(tmp_path)
+    n, name = b.longest(toks(1, 2, 3, 4, 5, 6), shared_prefix)
+    assert n == 5 and b.get(name) == (pytest.approx(toks(1, 2, 3, 4, 5)), b"c" * 300)
+    assert b.longest(toks(7, 7), shared_prefix) == (0, None)
+    # [1 2 3 4 5] was used last: over the budget the [1 2 9 9] state goes first
+    b.put(toks(5, 5, 5), b"d" * 500)
+    assert b.bytes <= 1000 and b.longest(toks(1, 2, 9, 9), shared_prefix)[0] == 2
+    assert b.longest(toks(1, 2, 3, 4, 5), shared_prefix)[0] == 5
+    # ... and the order of use survives a restart too (file times)
+    c = files(tmp_path)
+    assert list(c._index.values())[-1].tolist() == [5, 5, 5]
+    assert len(list((tmp_path / "model").glob("*.kv"))) == 2
+    # a state larger than the whole budget is not kept
+    assert c.put(toks(8), b"e" * 2000) is None and c.longest(toks(8), shared_prefix)[0] == 0
+
+
+def test_invalidate_forgets_every_state_and_one_of_an_older_epoch_is_never_restored(tmp_path):
+    a = files(tmp_path)
+    a.put(toks(1, 2, 3), b"a" * 100)
+    late = files(tmp_path)  # a process that has not looked at the epoch since
+    before = read_epoch(tmp_path)
+    invalidate(tmp_path)
+    assert read_epoch(tmp_path) != before
+    assert not list(tmp_path.rglob("*.kv"))  # the files are gone at once
+    # the late process writes a state under the old epoch (a warming racing the delete)
+    late.put(toks(4, 5, 6), b"x" * 100)
+    assert list(tmp_path.rglob("*.kv"))
+    # nobody restores it: a fresh process deletes it, the late one drops it at its check
+    fresh = files(tmp_path)
+    assert len(fresh) == 0 and not list(tmp_path.rglob("*.kv"))
+    assert late.fresh() is False and len(late) == 0
+    assert late.fresh() is True
+    # a state put under the new epoch is kept
+    late.put(toks(4, 5, 6), b"y" * 100)
+    assert files(tmp_path).longest(toks(4, 5, 6), shared_prefix)[0] == 3
+
+
+def test_with_a_key_no_plaintext_reaches_the_disk_and_another_key_restores_nothing(tmp_path):
+    from specrag.security.crypto import Cipher
+
+    key = Cipher(os.urandom(32))
+    a = files(tmp_path, cipher=key)
+    a.put(toks(101, 102, 103), b"KV-CELLS-OF-THE-DOCUMENT" * 4)
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "model").iterdir())
+    assert b"KV-CELLS" not in raw and toks(101, 102, 103).tobytes() not in raw
+    got = files(tmp_path, cipher=key)
+    assert got.get(got.longest(toks(101, 102, 103), shared_prefix)[1])[1].startswith(b"KV-CELLS")
+    # another key (or none) reads nothing and drops the files it cannot read
+    assert len(files(tmp_path, cipher=Cipher(os.urandom(32)))) == 0
+    assert not list((tmp_path / "model").glob("*.kv"))
+
+
+def test_a_corrupt_or_vanished_state_file_is_a_miss_not_an_error(tmp_path):
+    a = files(tmp_path)
+    a.put(toks(1, 2, 3), b"a" * 100)
+    name = a.longest(toks(1, 2, 3), shared_prefix)[1]
+    (tmp_path / "model" / f"{name}.kv").unlink()
+    assert a.get(name) is None and len(a) == 0 and a.bytes == 0
+    a.put(toks(4, 5), b"b" * 100)
+    (tmp_path / "model" / next((tmp_path / "model").glob("*.tok")).name).write_bytes(b"\x01")
+    assert len(files(tmp_path)) == 0  # an unreadable index entry: dropped with its state
+
+
+def test_memory_states_fall_back_to_disk_and_forget_everything_on_a_new_epoch(tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+    from specrag.generators.prompt_states import PromptStates
+
+    states = PromptStates(budget_bytes=150, files=files(tmp_path))
+    states.add(toks(1, 2, 3, 4), b"a" * 100)
+    states.add(toks(7, 8, 9), b"b" * 100)  # memory keeps one; the disk both
+    assert len(states) == 1
+    n, key = states.longest(toks(1, 2, 3, 4, 5))
+    assert n == 4 and isinstance(key, str) and states.get(key)[1] == b"a" * 100
+    assert states.usage() == (200, 1000)  # warming is bounded by the files' budget
+    assert states.fresh() is True
+    invalidate(tmp_path)
+    assert states.fresh() is False and len(states) == 0 and states.bytes == 0
+    assert states.longest(toks(7, 8, 9)) == (0, None)
+
+
+@pytest.mark.slow
+def test_chunks_leaving_the_store_invalidate_the_draft_models_states(tmp_path, ingestor):
+    from tests.support.docs import write_handbook
+
+    root = root_for(ingestor.settings.data_path)
+    good = write_handbook(tmp_path / "docs")
+    ingestor.ingest([tmp_path / "docs"])
+    seen = {read_epoch(root)}
+    ingestor.ingest([tmp_path / "docs"])  # nothing changed: the states stay valid
+    assert read_epoch(root) in seen
+    good["oncall.md"].write_text("# On-call\n\nPages are acknowledged within 5 minutes.\n")
+    assert ingestor.ingest([good["oncall.md"]]).results[0].status == "replaced"
+    assert read_epoch(root) not in seen
+    seen.add(read_epoch(root))
+    assert ingestor.delete("oncall.md") is True
+    assert read_epoch(root) not in seen
+    seen.add(read_epoch(root))
+    ingestor.store.drop_collection("default")
+    assert read_epoch(root) not in seen
+
+
+def test_the_draft_keeps_states_on_disk_under_the_data_folder_encrypted_with_its_key(
+        tmp_path, monkeypatch):
+    from specrag.generators.factory import backend_options
+
+    settings = make_settings(tmp_path)
+    draft = backend_options("llama-cpp", settings, "draft")
+    assert draft["states_dir"] == str(tmp_path / "states") and draft["states_key"] is None
+    assert "states_dir" not in backend_options("llama-cpp", settings, "heavy")
+    key = os.urandom(32)
+    monkeypatch.setenv("SPECRAG_ENCRYPTION_KEY", base64.b64encode(key).decode())
+    sealed = make_settings(tmp_path, **{"security.encrypt": True})
+    assert backend_options("llama-cpp", sealed, "draft")["states_key"] == key.hex()
+    # the disk budget is a llama-cpp option like the others
+    small = make_settings(tmp_path, **{"generation.options": {"llama-cpp": {"states_disk_mb": 64}}})
+    assert backend_options("llama-cpp", small, "draft")["states_disk_mb"] == 64
