@@ -151,3 +151,20 @@ def test_the_draft_keeps_states_on_disk_under_the_data_folder_encrypted_with_its
     # the disk budget is a llama-cpp option like the others
     small = make_settings(tmp_path, **{"generation.options": {"llama-cpp": {"states_disk_mb": 64}}})
     assert backend_options("llama-cpp", small, "draft")["states_disk_mb"] == 64
+
+
+def test_a_disk_that_refuses_writes_leaves_states_in_memory(tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+    from specrag.generators.prompt_states import PromptStates
+    from specrag.generators.worker_child import _state_files
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    # the data folder cannot hold the states folder: the model loads with memory only
+    assert _state_files(str(blocked), {"n_ctx": 512}, 64, str(blocked / "states"), 64, None) is None
+    disk = files(tmp_path / "d")
+    states = PromptStates(budget_bytes=1000, files=disk)
+    (tmp_path / "d" / "model").rmdir()
+    (tmp_path / "d" / "model").write_text("in the way")  # every write now fails
+    states.add(toks(1, 2, 3), b"a" * 100)
+    assert len(states) == 1 and len(disk) == 0 and states.longest(toks(1, 2, 3))[0] == 3

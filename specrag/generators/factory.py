@@ -34,7 +34,8 @@ def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
         options = {"threads": local_threads(settings), "prompt_cache": g.prompt_cache,
                    "isolation": g.local_isolation, "extra_bufts": g.extra_bufts, "role": role}
         if role == "draft":  # the heavy model's prompts are rarely asked twice: memory only
-            options.update(states_dir=str(root_for(settings.data_path)), states_key=states_key(settings))
+            options.update(states_dir=str(root_for(settings.data_path)),
+                           states_key=states_key(settings))
     options.update((g.options or {}).get(backend, {}))
     check_options(backend, {**options, **({"model_path": ""} if backend in FILE_BACKENDS else {})})
     return options

@@ -87,7 +87,10 @@ class PromptStates:
 
     def add(self, tokens: np.ndarray, state: bytes) -> None:
         if self.files is not None:
-            self.files.put(tokens, state)
+            try:
+                self.files.put(tokens, state)
+            except OSError:  # a full or read-only disk: the state is still kept in memory
+                pass
         if len(state) > self.budget_bytes:
             return
         # a stored prompt the new one extends is covered by it

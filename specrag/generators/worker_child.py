@@ -85,8 +85,12 @@ def _state_files(model_path: str, params: dict, states_mb: int, root: str, disk_
         from specrag.security.crypto import Cipher
 
         cipher = Cipher(bytes.fromhex(key))
-    return StateFiles(root, model_folder(root, model_path, params), disk_mb * 2**20,
-                      cipher).load()
+    try:
+        return StateFiles(root, model_folder(root, model_path, params), disk_mb * 2**20,
+                          cipher).load()
+    except OSError as err:  # a read-only or missing data folder: states in memory only
+        print(f"specrag: prompt states stay in memory: {err}", file=sys.stderr)
+        return None
 
 
 # -- the child ---------------------------------------------------------------------------

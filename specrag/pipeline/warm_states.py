@@ -1,18 +1,22 @@
-"""Warm a small collection's draft prompts while no one is asking, so a first question
-about any of its chunks prefills only the question.
+"""Warm a collection's draft prompts while no one is asking, so a first question about
+any of its chunks prefills only the question.
 
 The draft prompt is system prompt, one chunk, question (``retrieval.draft_k`` 1). The
 local draft model keeps the KV state of recent prompts (``generators.prompt_states``),
 so a question about a chunk drafted from before starts in ~0.2 s instead of ~1 s on two
-cores. ``StateWarmer`` makes that true for questions no one asked yet: after a question
-to a collection of at most ``generation.warm_states`` chunks (``Service``), or when a
+cores; the draft keeps them on disk too (``generators.state_files``, 4 GB, ~2 MB a
+chunk), so a warmed collection stays warm across restarts and beyond memory.
+``StateWarmer`` makes that true for questions no one asked yet: after a question to a
+collection of at most ``generation.warm_states`` chunks (``Service``), or when a
 browser opens the page (``ui.session.Engines.prepare``), a background thread hands
 each visible chunk's draft prompt (an empty question) to the draft model's ``prefill``,
 one chunk at a time and only while no question is in flight (``idle``): a question that
 arrives meanwhile waits for at most one chunk's prefill. The model itself skips a prompt
-a stored state already holds (after a restart or an eviction it is simply warmed again),
-and evaluates none once its store is three-quarters full, so the states of live
-questions keep room; the store is shared by every collection the model drafts for.
+a stored state already holds (in memory or on disk; without the files, a restart warms
+again), and evaluates none once its store (the files, else memory) is three-quarters
+full, so the states of live questions keep room; the store is shared by every
+collection the model drafts for. When chunks leave the store, every state is forgotten
+and the next question warms the collection again.
 
 Warming is skipped, with the reason logged and kept in ``report``, when it cannot help:
 a heavy-only policy drafts nothing; several chunks per draft (``draft_k`` > 1) or chunks cut to the question
@@ -20,11 +24,12 @@ a heavy-only policy drafts nothing; several chunks per draft (``draft_k`` > 1) o
 (remote, ``transformers``, the prompt cache off) has nothing to keep; and with
 ``security.redact_local`` the model sees placeholders, never the chunk as stored.
 
-Deliberately not here: the states themselves (``generators.prompt_states``), states on
-disk, warming at start-up (models load once a page opens or a question comes), choosing
-which chunks of a large collection deserve warming, and a session's own
-``draft_k``/``draft_words`` (the base settings decide). Each prefill advances llama.cpp's seed chain: drafts are the
-same with or without warming at temperature 0 (the default), not above it.
+Deliberately not here: the states themselves (``generators.prompt_states``,
+``generators.state_files``), warming at start-up (models load once a page opens or a
+question comes), choosing which chunks of a collection over ``warm_states`` deserve
+warming, and a session's own ``draft_k``/``draft_words`` (the base settings decide). Each
+prefill advances llama.cpp's seed chain: drafts are the same with or without warming at
+temperature 0 (the default), not above it.
 """
 
 from __future__ import annotations
