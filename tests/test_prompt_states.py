@@ -130,6 +130,11 @@ def test_a_warmed_chunk_is_restored_from_disk_after_a_restart_until_the_store_in
     first = draft()
     try:
         assert first.prefill(build_messages("", [chunk(0, LEAVE)], "draft"))["outcome"] == "stored"
+        # a question's own state (its text, the answer's) stays in memory, never on disk
+        ask(first, "Where are claims filed?", EXPENSES, 1)
+        # a warming that listed its chunks before the store changed stores nothing more
+        gone = first.prefill(build_messages("", [chunk(1, EXPENSES)], "draft"), epoch="old")
+        assert gone["outcome"] == "stale"
     finally:
         first.close()
     assert len(list(tmp_path.rglob("*.kv"))) == 1

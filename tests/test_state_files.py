@@ -43,12 +43,16 @@ def test_states_are_found_again_after_a_restart_and_the_budget_drops_the_least_u
     b.put(toks(5, 5, 5), b"d" * 500)
     assert b.bytes <= 1000 and b.longest(toks(1, 2, 9, 9), shared_prefix)[0] == 2
     assert b.longest(toks(1, 2, 3, 4, 5), shared_prefix)[0] == 5
-    # ... and the order of use survives a restart too (file times)
-    c = files(tmp_path)
-    assert list(c._index.values())[-1].tolist() == [5, 5, 5]
+    # ... and the order of use survives a restart (file times): the state used is last
+    for i, kv in enumerate(sorted((tmp_path / "model").glob("*.kv"))):
+        os.utime(kv, ns=(10**18 + i * 10**9, 10**18 + i * 10**9))  # a fixed order of writes
+    first = files(tmp_path)
+    oldest = list(first._index)[0]
+    assert first.get(oldest) is not None
+    assert list(files(tmp_path)._index)[-1] == oldest
     assert len(list((tmp_path / "model").glob("*.kv"))) == 2
     # a state larger than the whole budget is not kept
-    assert c.put(toks(8), b"e" * 2000) is None and c.longest(toks(8), shared_prefix)[0] == 0
+    assert first.put(toks(8), b"e" * 2000) is None and first.longest(toks(8), shared_prefix)[0] == 0
 
 
 def test_invalidate_forgets_every_state_and_one_of_an_older_epoch_is_never_restored(tmp_path):
@@ -98,13 +102,56 @@ def test_a_corrupt_or_vanished_state_file_is_a_miss_not_an_error(tmp_path):
     assert len(files(tmp_path)) == 0  # an unreadable index entry: dropped with its state
 
 
+def test_a_lowered_budget_a_lost_key_and_a_killed_writers_leftovers_are_cleaned_at_load(
+        tmp_path):
+    from specrag.security.crypto import Cipher
+
+    a = files(tmp_path)
+    a.put(toks(1, 2), b"a" * 400)
+    a.put(toks(3, 4), b"b" * 400)
+    (tmp_path / "model" / ".tmp-abc").write_bytes(b"half")  # killed mid-write
+    (tmp_path / "model" / "-lone.tok").write_bytes(toks(9).tobytes())  # its .kv never came
+    smaller = StateFiles(tmp_path, tmp_path / "model", 500).load()
+    assert len(smaller) == 1 and smaller.bytes == 400
+    assert sorted(p.name for p in (tmp_path / "model").iterdir() if not p.name.endswith(
+        (".kv", ".tok"))) == [] and not (tmp_path / "model" / "-lone.tok").exists()
+    assert len(StateFiles(tmp_path, tmp_path / "model", 0).load()) == 0  # 0: no files at all
+    assert not list((tmp_path / "model").iterdir())
+    # states written with a key and read without one are not taken for token ids
+    files(tmp_path, cipher=Cipher(os.urandom(32))).put(toks(5, 6), b"c" * 100)
+    assert len(files(tmp_path)) == 0 and not list((tmp_path / "model").iterdir())
+
+
+def test_an_unreadable_epoch_is_not_a_new_one_and_a_vanished_file_is_not_held(tmp_path):
+    a = files(tmp_path)
+    a.put(toks(1, 2, 3), b"a" * 100)
+    name = a.longest(toks(1, 2, 3), shared_prefix)[1]
+    (tmp_path / "epoch").mkdir()  # reading it fails (not "no such file"): keep the states
+    assert read_epoch(tmp_path) is None and a.fresh() is True and len(a) == 1
+    (tmp_path / "epoch").rmdir()
+    assert a.holds(name)
+    (tmp_path / "model" / f"{name}.kv").unlink()  # evicted by another process
+    assert not a.holds(name) and len(a) == 0
+
+
+def test_only_warmed_prompts_reach_the_disk_and_the_rest_stays_in_memory(tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+    from specrag.generators.prompt_states import PromptStates
+
+    states = PromptStates(budget_bytes=1000, files=files(tmp_path))
+    states.add(toks(1, 2, 3), b"q" * 100)  # a question's state: its text stays in memory
+    assert len(states) == 1 and not list(tmp_path.rglob("*.kv"))
+    states.add(toks(4, 5, 6), b"w" * 100, durable=True)  # a warmed chunk's
+    assert len(list(tmp_path.rglob("*.kv"))) == 1
+
+
 def test_memory_states_fall_back_to_disk_and_forget_everything_on_a_new_epoch(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
     from specrag.generators.prompt_states import PromptStates
 
     states = PromptStates(budget_bytes=150, files=files(tmp_path))
-    states.add(toks(1, 2, 3, 4), b"a" * 100)
-    states.add(toks(7, 8, 9), b"b" * 100)  # memory keeps one; the disk both
+    states.add(toks(1, 2, 3, 4), b"a" * 100, durable=True)
+    states.add(toks(7, 8, 9), b"b" * 100, durable=True)  # memory keeps one; the disk both
     assert len(states) == 1
     n, key = states.longest(toks(1, 2, 3, 4, 5))
     assert n == 4 and isinstance(key, str) and states.get(key)[1] == b"a" * 100
@@ -134,6 +181,18 @@ def test_chunks_leaving_the_store_invalidate_the_draft_models_states(tmp_path, i
     seen.add(read_epoch(root))
     ingestor.store.drop_collection("default")
     assert read_epoch(root) not in seen
+    seen.add(read_epoch(root))
+    # a crash inside a replacement's commit (new version visible, the old one's chunks not
+    # yet deleted): recovery deletes chunks that were visible, so states go too
+    ingestor.ingest([tmp_path / "docs"])
+    seen.add(read_epoch(root))
+    store = ingestor.store
+    doc = next(d for d in store.documents("default") if d.source == "notes.txt")
+    _, docs = store._pair("default")
+    meta = store._record(docs, doc.doc_id)
+    store._put(docs, doc.doc_id, {**meta, "version": "f" * 64, "stale": meta["version"]})
+    store.recover("default")
+    assert read_epoch(root) not in seen
 
 
 def test_the_draft_keeps_states_on_disk_under_the_data_folder_encrypted_with_its_key(
@@ -143,7 +202,7 @@ def test_the_draft_keeps_states_on_disk_under_the_data_folder_encrypted_with_its
     settings = make_settings(tmp_path)
     draft = backend_options("llama-cpp", settings, "draft")
     assert draft["states_dir"] == str(tmp_path / "states") and draft["states_key"] is None
-    assert "states_dir" not in backend_options("llama-cpp", settings, "heavy")
+    assert backend_options("llama-cpp", settings, "heavy")["states_dir"] == draft["states_dir"]
     key = os.urandom(32)
     monkeypatch.setenv("SPECRAG_ENCRYPTION_KEY", base64.b64encode(key).decode())
     sealed = make_settings(tmp_path, **{"security.encrypt": True})
@@ -166,5 +225,8 @@ def test_a_disk_that_refuses_writes_leaves_states_in_memory(tmp_path):
     states = PromptStates(budget_bytes=1000, files=disk)
     (tmp_path / "d" / "model").rmdir()
     (tmp_path / "d" / "model").write_text("in the way")  # every write now fails
-    states.add(toks(1, 2, 3), b"a" * 100)
+    assert states.usage() == (0, 1000)  # the files bound warming ...
+    states.add(toks(1, 2, 3), b"a" * 100, durable=True)
     assert len(states) == 1 and len(disk) == 0 and states.longest(toks(1, 2, 3))[0] == 3
+    # ... until they fail: then memory does, so warming stops instead of churning
+    assert states.broken and states.usage() == (100, 1000)

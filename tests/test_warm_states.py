@@ -68,7 +68,7 @@ class Draft:
         self.prompts, self.held = [], set()
         self.budget, self.per_prompt, self.fail, self.error = budget, per_prompt, fail, error
 
-    def prefill(self, messages, fill=1.0):
+    def prefill(self, messages, fill=1.0, epoch=None):
         prompt = messages[1]["content"]
         if self.fail and self.fail in prompt:
             raise self.error
@@ -137,8 +137,29 @@ def test_a_large_collection_or_a_full_store_stops_the_warming(tmp_path):
     report = StateWarmer(e, max_chunks=64).warm("c")
     assert report["warmed"] == 3 and "75% full" in report["skipped"]
     # a draft model without prompt states: nothing is prefilled
-    e.draft = SimpleNamespace(prefill=lambda messages, fill: None)
+    e.draft = SimpleNamespace(prefill=lambda messages, fill, epoch=None: None)
     assert "keeps no prompt states" in StateWarmer(e, max_chunks=64).warm("d")["skipped"]
+
+
+def test_the_warming_carries_the_states_epoch_and_stops_once_chunks_left_the_store(tmp_path):
+    from specrag.generators.state_files import invalidate, read_epoch, root_for
+
+    e = engine(tmp_path, [LEAVE, EXPENSES, "Text 2."])
+    root = root_for(e.settings.data_path)
+    invalidate(root)
+    listed, seen = read_epoch(root), []
+
+    class DeletedMeanwhile(Draft):  # the model saw a newer epoch from the second prompt on
+        def prefill(self, messages, fill=1.0, epoch=None):
+            seen.append(epoch)
+            if len(seen) > 1:
+                return {"outcome": "stale", "entries": 1, "bytes": 2**20, "budget_bytes": 2**26}
+            return super().prefill(messages, fill)
+
+    e.draft = DeletedMeanwhile()
+    report = StateWarmer(e, max_chunks=8).warm("c")
+    assert seen == [listed, listed] and report["total"] == 1
+    assert "left the store" in report["skipped"] and len(e.draft.prompts) == 1
 
 
 def test_a_failing_chunk_is_passed_over_and_a_dead_model_ends_the_warming(tmp_path):
@@ -201,7 +222,7 @@ def prefilling_service(tmp_path):
             super().__init__("llama-cpp", "draft-model", ["A draft [1]."])
             self.states = Draft()
 
-        def prefill(self, messages, fill=1.0):
+        def prefill(self, messages, fill=1.0, epoch=None):
             return self.states.prefill(messages, fill)
 
     class StoredRetriever(FakeRetriever):

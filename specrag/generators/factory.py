@@ -33,9 +33,10 @@ def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
     if backend == "llama-cpp":
         options = {"threads": local_threads(settings), "prompt_cache": g.prompt_cache,
                    "isolation": g.local_isolation, "extra_bufts": g.extra_bufts, "role": role}
-        if role == "draft":  # the heavy model's prompts are rarely asked twice: memory only
-            options.update(states_dir=str(root_for(settings.data_path)),
-                           states_key=states_key(settings))
+        # both follow the store's epoch (states of deleted chunks are forgotten); only
+        # warmed prompts, the draft's, are written there (``state_files``)
+        options.update(states_dir=str(root_for(settings.data_path)),
+                       states_key=states_key(settings))
     options.update((g.options or {}).get(backend, {}))
     check_options(backend, {**options, **({"model_path": ""} if backend in FILE_BACKENDS else {})})
     return options
@@ -88,11 +89,12 @@ class _Lazy:
         self.warm_up()
         return self._inner.stream(messages, max_tokens=max_tokens, temperature=temperature)
 
-    def prefill(self, messages: list[dict], fill: float = 1.0) -> dict | None:
+    def prefill(self, messages: list[dict], fill: float = 1.0,
+                epoch: str | None = None) -> dict | None:
         """The backend's ``prefill`` (``pipeline.warm_states``), or None when it has none."""
         self.warm_up()
         prefill = getattr(self._inner, "prefill", None)
-        return prefill(messages, fill) if prefill is not None else None
+        return prefill(messages, fill, epoch) if prefill is not None else None
 
     def close(self) -> None:
         close = getattr(self._inner, "close", None)

@@ -138,16 +138,18 @@ class LlamaCppGenerator:
                         logprobs=tuple(conf.logprobs) if conf else (),
                         state_tokens=restored_tokens(self._llm) - restored)
 
-    def prefill(self, messages: list[dict], fill: float = 1.0) -> dict | None:
+    def prefill(self, messages: list[dict], fill: float = 1.0,
+                epoch: str | None = None) -> dict | None:
         """Evaluate ``messages`` only to keep the prompt's state for later questions that
-        start the same way (``pipeline.warm_states``), unless a stored state holds it or the
-        store is over ``fill`` of its budget: ``{"outcome": "stored" | "held" | "full",
-        "entries", "bytes", "budget_bytes"}``, or None when this model keeps no states
-        (``prompt_states_mb`` 0, the prompt cache off)."""
+        start the same way (``pipeline.warm_states``), unless a stored state holds it, the
+        store is over ``fill`` of its budget, or the store's states ``epoch`` has passed:
+        ``{"outcome": "stored" | "held" | "full" | "stale", "entries", "bytes",
+        "budget_bytes"}``, or None when this model keeps no states (``prompt_states_mb`` 0,
+        the prompt cache off)."""
         if self.prompt_states_mb <= 0:
             return None
         self.warm_up()
-        request = {"messages": messages, "fill": fill}
+        request = {"messages": messages, "fill": fill, "epoch": epoch}
         if self.worker is not None:
             return self.worker.prefill(request)
         with self._lock:

@@ -17,10 +17,12 @@ same tokens produced, so the answer is the same as from a cold prompt (a test ch
 anyone asks): not when a stored state already holds it, nor once the store is fuller
 than asked.
 
-With ``files`` (``state_files.StateFiles``) every kept state is also written to disk and
-a stored prompt may be restored from there: more chunks than memory holds stay warm, and
-across restarts. Each question first checks the store's epoch (``fresh``): when chunks
-left the store, every state, in memory and on disk, is forgotten.
+With ``files`` (``state_files.StateFiles``) the states ``prefill`` keeps (a chunk's
+prompt, no question) are also written to disk, and a stored prompt may be restored from
+there: more chunks than memory holds stay warm, and across restarts. A question's own
+state (its text and the answer's) stays in memory. Each prompt first checks the store's
+epoch (``fresh``): when chunks left the store, every state, in memory and on disk, is
+forgotten. A disk that fails leaves the states in memory (``broken``).
 
 Deliberately not here: deciding which prompts to prefill (``pipeline.warm_states``),
 the files themselves (``state_files``), or one store shared by two models (each worker
@@ -30,6 +32,7 @@ has its own).
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections import OrderedDict
 
 import numpy as np
@@ -48,6 +51,7 @@ class PromptStates:
         self.budget_bytes = int(budget_bytes)
         self.min_new = min_new
         self.files = files  # ``state_files.StateFiles`` or None
+        self.broken = False  # the files failed: memory only (and its budget bounds warming)
         self._entries: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()
         self._next = 0
         self.bytes = 0
@@ -59,7 +63,11 @@ class PromptStates:
     def fresh(self) -> bool:
         """False, every state forgotten, when the store invalidated them since the last
         call (``state_files.invalidate``: chunks left the store)."""
-        if self.files is None or self.files.fresh():
+        try:
+            if self.files is None or self.files.fresh():
+                return True
+        except Exception as err:  # noqa: BLE001 - the disk, not the question, failed
+            self._broke(err)
             return True
         self._entries.clear()
         self.bytes = 0
@@ -67,9 +75,15 @@ class PromptStates:
 
     def usage(self) -> tuple[int, int]:
         """(bytes, budget) of the tier that bounds warming: the files when they keep any."""
-        if self.files is not None and self.files.budget_bytes > 0:
+        if self.files is not None and self.files.budget_bytes > 0 and not self.broken:
             return self.files.bytes, self.files.budget_bytes
         return self.bytes, self.budget_bytes
+
+    def holds(self, key: int | str | None) -> bool:
+        """Whether ``longest``'s key is still stored (a file may be evicted by another process)."""
+        if isinstance(key, str):
+            return self.files is not None and self.files.holds(key)
+        return key is not None
 
     def longest(self, tokens) -> tuple[int, int | str | None]:
         """(shared prefix length, key) of the stored prompt sharing most with ``tokens``:
@@ -85,12 +99,13 @@ class PromptStates:
                 best, best_key = n, name
         return best, best_key
 
-    def add(self, tokens: np.ndarray, state: bytes) -> None:
-        if self.files is not None:
+    def add(self, tokens: np.ndarray, state: bytes, durable: bool = False) -> None:
+        """Keep a state in memory, and with ``durable`` (a warmed chunk's) on disk too."""
+        if durable and self.files is not None and not self.broken:
             try:
                 self.files.put(tokens, state)
-            except OSError:  # a full or read-only disk: the state is still kept in memory
-                pass
+            except Exception as err:  # noqa: BLE001 - a full or read-only disk: memory still has it
+                self._broke(err)
         if len(state) > self.budget_bytes:
             return
         # a stored prompt the new one extends is covered by it
@@ -104,6 +119,12 @@ class PromptStates:
         while self.bytes > self.budget_bytes and self._entries:
             _, (_, old) = self._entries.popitem(last=False)
             self.bytes -= len(old)
+
+    def _broke(self, err: Exception) -> None:
+        if not self.broken:
+            print(f"specrag: prompt states stay in memory: {type(err).__name__}: {err}",
+                  file=sys.stderr)
+        self.broken = True
 
     def get(self, key: int | str) -> tuple[np.ndarray, bytes] | None:
         """The stored (tokens, state), or None when its file is gone (``longest``'s key)."""
@@ -128,11 +149,13 @@ class StatefulLlama(Llama):
         self.states = states
         self._prefill: dict | None = None  # set while ``prefill`` runs: its fill and outcome
 
-    def prefill(self, messages: list[dict], fill: float = 1.0) -> str:
+    def prefill(self, messages: list[dict], fill: float = 1.0, epoch: str | None = None) -> str:
         """Evaluate a chat prompt only to keep its state: "stored"; "held" when a stored
         state already holds all but its last ``min_new`` tokens (nothing evaluated); "full"
-        when the store is over ``fill`` of its budget (nothing evaluated)."""
-        self._prefill = {"fill": fill, "outcome": "stored"}
+        when the store is over ``fill`` of its budget; "stale" when ``epoch`` (the one the
+        caller listed its chunks under) is no longer the store's: chunks left it since, and
+        this one may be among them (nothing evaluated either)."""
+        self._prefill = {"fill": fill, "outcome": "stored", "epoch": epoch}
         try:
             # one token sampled and dropped: the prompt goes through the same chat template
             # and tokenizer as a question's, so its tokens are the ones a question shares
@@ -148,7 +171,11 @@ class StatefulLlama(Llama):
         live = shared_prefix(self.input_ids[:self.n_tokens], tokens)
         stored, key = self.states.longest(tokens)
         if self._prefill is not None:
-            if len(tokens) - stored < self.states.min_new:
+            epoch, files = self._prefill["epoch"], self.states.files
+            if epoch is not None and files is not None and files.epoch != epoch:
+                self._prefill["outcome"] = "stale"
+                return
+            if len(tokens) - stored < self.states.min_new and self.states.holds(key):
                 self._prefill["outcome"] = "held"
                 return
             used, budget = self.states.usage()
@@ -164,6 +191,8 @@ class StatefulLlama(Llama):
                 self.states.restored_tokens += stored
             except RuntimeError:  # start cold: the context was cleared before the restore
                 self.n_tokens, stored = 0, 0
+                if isinstance(key, str):  # a file llama.cpp refuses (another version) goes
+                    self.states.files.remove(key)
         keep = len(tokens) - max(live, stored) >= self.states.min_new
         try:
             yield from super().generate(tokens, *args, **kwargs)
@@ -171,16 +200,16 @@ class StatefulLlama(Llama):
             # after the answer, off the time to its first token; the cells then hold the
             # prompt and the answer's tokens, and a later prompt uses their shared prefix
             if keep:
-                self.keep_state()
+                self.keep_state(durable=self._prefill is not None)
 
-    def keep_state(self) -> None:
+    def keep_state(self, durable: bool = False) -> None:
         n = self.n_tokens
         if n == 0:
             return
         size = low.llama_state_seq_get_size(self._ctx.ctx, 0)
         buf = (ctypes.c_uint8 * size)()
         got = low.llama_state_seq_get_data(self._ctx.ctx, buf, size, 0)
-        self.states.add(self.input_ids[:n].copy(), bytes(buf[:got]))
+        self.states.add(self.input_ids[:n].copy(), bytes(buf[:got]), durable)
 
     def _restore(self, tokens: np.ndarray, state: bytes) -> None:
         buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)

@@ -1,25 +1,30 @@
 """Prompt states on disk: the draft model's warmed chunk prompts outlive memory and restarts.
 
-``PromptStates`` keeps recent prompt states in memory (256 MB: ~128 chunk prompts of the
-0.5B draft). ``StateFiles`` is the tier under it: every state the store keeps is also
-written here, so a collection of a thousand chunks can be warmed once (``pipeline.
-warm_states``) and each first question about any chunk restores its prompt in a few
-milliseconds instead of prefilling it (~1 s on two cores), after a restart too.
+``PromptStates`` keeps recent prompt states in memory (256 MB: ~100 chunk prompts of the
+0.5B draft). ``StateFiles`` is the tier under it for the states of *warmed* prompts
+(system prompt and one chunk, no question: ``StatefulLlama.prefill``), so a collection
+of a thousand chunks can be warmed once (``pipeline.warm_states``) and each first
+question about any chunk restores its prompt in a few milliseconds instead of
+prefilling it (~1 s on two cores), after a restart too. Users' questions and answers
+never reach these files: their states stay in memory.
 
-A state is two files named ``EPOCH-DIGEST``: ``.tok`` (the prompt's token ids, read at
+A state is two files named ``EPOCH-NAME``: ``.tok`` (the prompt's token ids, read at
 start to index the folder) and ``.kv`` (llama.cpp's sequence state). Both are the
 documents' text in another form, so:
 
 - with ``security.encrypt`` on, both are written through ``security.crypto.Cipher``
   (AES-256-GCM, written to a temporary name and renamed: no plaintext copy on disk);
 - ``invalidate(root)`` is called by the store whenever chunks leave it (a document
-  deleted or replaced, a collection dropped): it writes a new epoch and deletes every
-  state. A model process notices the new epoch at its next question (``fresh``), drops
+  deleted or replaced, a collection dropped): it deletes every state and writes a new
+  epoch. A model process notices the new epoch at its next prompt (``fresh``), drops
   what it holds in memory as well, and never restores a file of an older epoch, so a
-  state written while the deletion ran is not used and is deleted at the next check.
+  state written while the deletion ran is not used and is deleted at the next check. A
+  warming started before the deletion carries the epoch it listed its chunks under and
+  stops at the first prompt after it (``prefill``'s ``epoch``).
 
-The folder holds at most ``budget_bytes``; the least recently used states go first
-(their modification time is touched on use, so the order survives restarts).
+The folder holds at most ``budget_bytes`` (per model file) and leaves ``RESERVE`` bytes of
+the disk free; the least recently used states go first (their modification time is
+touched on use, so the order survives restarts).
 
 Deliberately not here: which prompts to keep (``prompt_states``), which to warm
 (``pipeline.warm_states``), and states of another model: each model file has its own
@@ -29,6 +34,7 @@ folder (``model_folder``), and llama.cpp refuses a state of another shape anyway
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import shutil
 import tempfile
@@ -39,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 EPOCH = "epoch"
+RESERVE = 2 * 2**30  # bytes of free disk a state file never takes (Chroma, SQLite need it)
 
 
 def root_for(data_path: str | os.PathLike) -> Path:
@@ -53,21 +60,27 @@ def model_folder(root: str | os.PathLike, model_path: str | os.PathLike, params:
     return Path(root) / hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
-def read_epoch(root: str | os.PathLike) -> str:
+def read_epoch(root: str | os.PathLike) -> str | None:
+    """The current epoch ("" before the first invalidation); None when it cannot be read
+    now (a transient error must not look like a new epoch and wipe the states)."""
     try:
         return (Path(root) / EPOCH).read_text().strip()
-    except OSError:
+    except FileNotFoundError:
         return ""
+    except OSError:
+        return None
 
 
 def invalidate(root: str | os.PathLike) -> None:
-    """Forget every stored state under ``root``: a new epoch first, then the files."""
+    """Forget every stored state under ``root``: the files first (whatever else fails),
+    then a new epoch for the processes that still hold some."""
     root = Path(root)
+    if root.is_dir():
+        for folder in root.iterdir():
+            if folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     _write_atomic(root / EPOCH, uuid.uuid4().hex.encode())
-    for folder in root.iterdir():
-        if folder.is_dir():
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 class StateFiles:
@@ -88,34 +101,43 @@ class StateFiles:
         return len(self._index)
 
     def load(self) -> "StateFiles":
-        """Index the folder: states of the current epoch, oldest use first; others deleted."""
+        """Index the folder: states of the current epoch, oldest use first, within the
+        budget; the rest deleted (older epochs, half-written files, another key)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.epoch = read_epoch(self.root)
+        self.epoch = read_epoch(self.root) or ""
         self._index.clear()
         self._sizes.clear()
         self.bytes = 0
         found = []
-        for kv in self.folder.glob("*.kv"):
-            name = kv.stem
+        for path in self.folder.iterdir():
+            name = path.name.rsplit(".", 1)[0]
+            if path.suffix != ".kv" and not (path.suffix == ".tok"
+                                             and path.with_suffix(".kv").exists()):
+                _unlink(path)  # a temporary file or a lone .tok left by a killed writer
+                continue
+            if path.suffix != ".kv":
+                continue
             try:
                 if not name.startswith(self.epoch + "-"):
                     raise ValueError("a state of an earlier epoch")
-                tokens = np.frombuffer(self._read(kv.with_suffix(".tok")), dtype=np.intc)
-                found.append((kv.stat().st_mtime, name, tokens.copy(), kv.stat().st_size))
+                tokens = np.frombuffer(self._read(path.with_suffix(".tok")), dtype=np.intc)
+                found.append((path.stat().st_mtime_ns, name, tokens.copy(), path.stat().st_size))
             except Exception:  # noqa: BLE001 - an older epoch, half written, another key
-                self._remove(name)
+                self.remove(name)
         for _, name, tokens, size in sorted(found, key=lambda f: f[0]):
             self._index[name] = tokens
             self._sizes[name] = size
             self.bytes += size
+        self._evict()  # a budget lowered since (0: no files at all)
         return self
 
     def fresh(self) -> bool:
         """False (and everything forgotten) when the store invalidated states since."""
-        if read_epoch(self.root) == self.epoch:
+        epoch = read_epoch(self.root)
+        if epoch is None or epoch == self.epoch:
             return True
         for name in list(self._index):
-            self._remove(name)
+            self.remove(name)
         self.load()
         return False
 
@@ -127,6 +149,13 @@ class StateFiles:
                 best, best_name = n, name
         return best, best_name
 
+    def holds(self, name: str) -> bool:
+        """Whether ``name``'s file is still there (another process may have evicted it)."""
+        if name in self._index and (self.folder / f"{name}.kv").exists():
+            return True
+        self.remove(name)
+        return False
+
     def get(self, name: str) -> tuple[np.ndarray, bytes] | None:
         """The state ``name``, or None when its file is gone or unreadable (then forgotten)."""
         tokens = self._index.get(name)
@@ -134,49 +163,69 @@ class StateFiles:
             return None
         try:
             state = self._read(self.folder / f"{name}.kv")
-            os.utime(self.folder / f"{name}.kv")
+            if not state:
+                raise ValueError("an empty state")
         except Exception:  # noqa: BLE001 - deleted meanwhile, or unreadable: a cold prompt
-            self._remove(name)
+            self.remove(name)
             return None
+        try:
+            os.utime(self.folder / f"{name}.kv")  # its place in the least-recently-used order
+        except OSError:
+            pass
         self._index.move_to_end(name)
         return tokens, state
 
     def put(self, tokens: np.ndarray, state: bytes) -> str | None:
-        """Keep a state (and drop the stored prompts it extends); None when over budget."""
-        if len(state) > self.budget_bytes:
+        """Keep a state (and drop the stored prompts it extends); None when it does not
+        fit the budget or the disk's free space. OSError when the disk refuses it."""
+        if not state or len(state) > self.budget_bytes:
             return None
         self.folder.mkdir(parents=True, exist_ok=True)  # ``invalidate`` removes it
+        if shutil.disk_usage(self.folder).free < RESERVE + len(state):
+            return None
         tokens = np.asarray(tokens, dtype=np.intc)
         for name, stored in list(self._index.items()):
             if len(stored) <= len(tokens) and np.array_equal(stored, tokens[:len(stored)]):
-                self._remove(name)
-        # keyed with the encryption key: a name must not confirm a guessed text
-        salt = self.cipher.key if self.cipher is not None else b""
-        name = f"{self.epoch}-{hashlib.sha256(salt + tokens.tobytes()).hexdigest()[:24]}"
-        self._write(self.folder / f"{name}.tok", tokens.tobytes())
-        size = self._write(self.folder / f"{name}.kv", state)
+                self.remove(name)
+        # with a key, an HMAC: a file name must not confirm a guessed text
+        if self.cipher is not None:
+            digest = hmac.new(self.cipher.key, b"state-name" + tokens.tobytes(), "sha256")
+        else:
+            digest = hashlib.sha256(tokens.tobytes())
+        name = f"{self.epoch}-{digest.hexdigest()[:24]}"
+        try:
+            self._write(self.folder / f"{name}.tok", tokens.tobytes())
+            size = self._write(self.folder / f"{name}.kv", state)
+        except BaseException:
+            self.remove(name)
+            raise
         self._index[name] = tokens
         self._sizes[name] = size
         self.bytes += size
-        while self.bytes > self.budget_bytes and self._index:
-            self._remove(next(iter(self._index)))
+        self._evict()
         return name
 
     # -- files -------------------------------------------------------------------------
-    def _remove(self, name: str) -> None:
+    def remove(self, name: str) -> None:
+        """Forget ``name`` and delete its files (also when llama.cpp refused the state)."""
         if name in self._index:
             del self._index[name]
             self.bytes -= self._sizes.pop(name, 0)
         for suffix in (".kv", ".tok"):
-            try:
-                (self.folder / f"{name}{suffix}").unlink()
-            except OSError:
-                pass
+            _unlink(self.folder / f"{name}{suffix}")
+
+    def _evict(self) -> None:
+        while self.bytes > self.budget_bytes and self._index:
+            self.remove(next(iter(self._index)))
 
     def _read(self, path: Path) -> bytes:
         data = path.read_bytes()
         if self.cipher is not None:
-            data = self.cipher.decrypt(data)
+            return self.cipher.decrypt(data)
+        from specrag.security.crypto import MAGIC
+
+        if data.startswith(MAGIC):  # written with a key, read without one: unusable
+            raise ValueError("an encrypted state without a key")
         return data
 
     def _write(self, path: Path, data: bytes) -> int:
@@ -186,11 +235,20 @@ class StateFiles:
         return len(data)
 
 
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # never an empty file under the final name after a crash
         os.replace(tmp, path)
     except BaseException:
         try:

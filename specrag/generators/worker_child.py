@@ -168,7 +168,7 @@ def prefill(llm, request: dict) -> dict | None:
     states = getattr(llm, "states", None)
     if states is None:
         return None
-    outcome = llm.prefill(request["messages"], request.get("fill", 1.0))
+    outcome = llm.prefill(request["messages"], request.get("fill", 1.0), request.get("epoch"))
     used, budget = states.usage()
     return {"outcome": outcome, "entries": max(len(states), len(states.files or ())),
             "bytes": used, "budget_bytes": budget}

@@ -40,6 +40,7 @@ import threading
 import time
 
 from specrag.generators.base import GenerationError
+from specrag.generators.state_files import read_epoch, root_for
 from specrag.generators.worker import WorkerDied
 from specrag.pipeline.prompts import build_messages
 from specrag.security import redacting
@@ -156,6 +157,9 @@ class StateWarmer:
         view = None if self._stop.is_set() else profile.view(self.engine, collection)
         reason = "stopped" if view is None else self.why_not(view.settings, view.draft)
         if not reason:
+            # the states' epoch before the chunks are listed: a chunk that leaves the store
+            # meanwhile ends the run at the next prefill instead of being stored again
+            epoch = read_epoch(root_for(self.engine.settings.data_path))
             # one over the limit tells a collection too large to warm
             chunks = self.engine.retriever.store.visible_chunks(collection,
                                                                  limit=self.max_chunks + 1)
@@ -163,7 +167,7 @@ class StateWarmer:
             if len(chunks) > self.max_chunks:
                 reason = f"more than generation.warm_states ({self.max_chunks}) chunks"
             else:
-                reason = self._prefill_all(view.draft, chunks, report)
+                reason = self._prefill_all(view.draft, chunks, report, epoch)
         report["skipped"] = reason
         report["seconds"] = round(time.perf_counter() - t0, 2)
         said, self._said[collection] = self._said.get(collection), reason
@@ -175,7 +179,7 @@ class StateWarmer:
             f"; not all: {reason}" if reason else "")
         return report
 
-    def _prefill_all(self, draft, chunks, report: dict) -> str:
+    def _prefill_all(self, draft, chunks, report: dict, epoch: str | None = None) -> str:
         """Prefill ``chunks`` in order, updating ``report``; why it stopped early, or ""."""
         failures = 0
         for chunk in chunks:
@@ -184,7 +188,7 @@ class StateWarmer:
             if self._stop.is_set():
                 return "stopped"
             try:
-                states = draft.prefill(build_messages("", [chunk], "draft"), self.fill)
+                states = draft.prefill(build_messages("", [chunk], "draft"), self.fill, epoch)
             except WorkerDied as err:  # the next question restarts it; do not do it here
                 return f"the draft model's process ended: {err}"
             except GenerationError as err:  # this chunk's prompt (too long, say), not the model
@@ -198,6 +202,8 @@ class StateWarmer:
             report["state_mb"] = round(states["bytes"] / 2**20, 1)
             if states["outcome"] == "full":
                 return f"the prompt-state store is {self.fill:.0%} full"
+            if states["outcome"] == "stale":
+                return "chunks left the store meanwhile: warmed again after the next question"
             report["warmed"] += states["outcome"] == "stored"
             report["total"] += 1
         return ""

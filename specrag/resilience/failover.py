@@ -92,7 +92,8 @@ class FallbackGenerator:
             raise errors[0] if errors else GenerationError("no member of the chain could start")
         return self
 
-    def prefill(self, messages: list[dict], fill: float = 1.0) -> dict | None:
+    def prefill(self, messages: list[dict], fill: float = 1.0,
+                epoch: str | None = None) -> dict | None:
         """The first available member's ``prefill``, the one that answers first when all is
         well; None when it keeps no prompt states or its breaker is open (a failing model
         is not warmed)."""
@@ -101,7 +102,7 @@ class FallbackGenerator:
                 prefill = getattr(member, "prefill", None)
                 if prefill is None or self.breakers[i].state == "open":
                     return None
-                return prefill(messages, fill)
+                return prefill(messages, fill, epoch)
         return None
 
     def close(self) -> None:

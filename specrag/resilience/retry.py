@@ -131,10 +131,11 @@ class RetryingGenerator:
         self.inner.warm_up()
         return self
 
-    def prefill(self, messages: list[dict], fill: float = 1.0) -> dict | None:
+    def prefill(self, messages: list[dict], fill: float = 1.0,
+                epoch: str | None = None) -> dict | None:
         """The wrapped model's ``prefill`` (not retried: warming is best effort), or None."""
         prefill = getattr(self.inner, "prefill", None)
-        return prefill(messages, fill) if prefill is not None else None
+        return prefill(messages, fill, epoch) if prefill is not None else None
 
     def close(self) -> None:
         """Stop what the generator started (a local model's worker process); idempotent."""

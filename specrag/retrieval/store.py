@@ -20,6 +20,7 @@ Deliberately not here: embedding, parsing, chunking (``ingest`` wires those up).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from dataclasses import replace
@@ -30,6 +31,8 @@ import numpy as np
 from specrag.retrieval.keyword import KeywordIndex
 from specrag.settings import Settings
 from specrag.types import Chunk, DocumentInfo, Hit, SpecragError
+
+log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,48}[a-z0-9]$|^[a-z0-9]$")
 _CHUNKS, _DOCS = "specrag_chunks_", "specrag_docs_"
@@ -224,7 +227,10 @@ class Store:
         in its memory and on disk) must not outlive them (``generators.state_files``)."""
         from specrag.generators.state_files import invalidate, root_for
 
-        invalidate(root_for(self.settings.data_path))
+        try:
+            invalidate(root_for(self.settings.data_path))
+        except OSError as err:  # the store's change stands; say what could not be forgotten
+            log.warning("could not invalidate the draft model's prompt states: %s", err)
 
     def recover(self, collection: str) -> int:
         """Remove chunks of versions that never committed or were half replaced."""
@@ -240,6 +246,8 @@ class Store:
             for v in {meta.get("pending"), meta.get("stale")} - {"", None, meta.get("version")}:
                 chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": v}]})
                 self.keywords.delete(collection, doc_id, [v])
+                if v == meta.get("stale"):  # a replaced version's chunks were visible
+                    self._states_gone()
             if not meta.get("version"):
                 docs.delete(ids=[doc_id])
             else:
