@@ -1,10 +1,11 @@
 """First questions with and without warmed draft prompts, on the app's own engine.
 
 ``specrag bench warm-states [--collection handbook] [--policy lazy]`` builds the engine
-as the app serves it (``pipeline.build``, prompt cache on, the audit off) twice: with
-``generation.warm_states`` 0, then with it on. Each starts with no stored states (the
-data folder's state files are invalidated first) and asks one opening question (models
-load, and with warming on the collection is then warmed, timed), then the first turns
+as the app serves it (``pipeline.build``, prompt cache on, the audit off) three times: with
+``generation.warm_states`` 0, then with it on, each with no stored states (the data
+folder's state files are invalidated first), then on again over the files the second
+run left (an app restart: nothing to prefill again). Each asks one opening question
+(models load, and with warming on the collection is then warmed, timed), then the first turns
 of ``followups.HANDBOOK``: questions no one asked before, about chunks no question
 drafted from. ``--dataset squad --n N`` asks N questions of that set instead, for a
 data folder whose collection holds its passages (a ``bench e2e`` run's ``data``): a
@@ -39,14 +40,16 @@ def _s(values: list[float], q: float) -> float | None:
 
 
 def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int = 1024,
-        questions: list[str] | None = None) -> dict:
-    """One engine, ``generation.warm_states`` = ``warm``: the figures and the answers."""
+        questions: list[str] | None = None, cold: bool = True) -> dict:
+    """One engine, ``generation.warm_states`` = ``warm``: the figures and the answers;
+    ``cold``: the stored states are invalidated first (else the files of a run before)."""
     from specrag.generators.state_files import invalidate, root_for
     from specrag.pipeline.build import build_service
 
     s = settings.with_values(**{"generation.prompt_cache": True,
                                 "generation.warm_states": warm})
-    invalidate(root_for(s.data_path))  # both runs start without stored states
+    if cold:
+        invalidate(root_for(s.data_path))
     questions = questions or [q for q, _, _ in HANDBOOK]
     service = build_service(s, audit=False).warm_up()
     try:
@@ -67,18 +70,21 @@ def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int 
             tier.close()  # the next run starts its own workers, cold
     ttft = [r["draft_ttft_ms"] for r in rows if r["draft_ttft_ms"] is not None]
     total = [r["total_ms"] for r in rows]
-    return {"warm_states": warm, "warming": warming, "questions": len(rows),
+    return {"warm_states": warm, "cold": cold, "warming": warming, "questions": len(rows),
             "draft_ttft_p50_s": _s(ttft, 50), "draft_ttft_p95_s": _s(ttft, 95),
             "total_p50_s": _s(total, 50), "total_p95_s": _s(total, 95), "rows": rows}
 
 
 def compare(settings, collection: str = "handbook", policy: str = "lazy",
             questions: list[str] | None = None) -> dict:
+    warm = settings.generation.warm_states or 1024
     off = run(settings, collection, policy, warm=0, questions=questions)
-    on = run(settings, collection, policy, warm=settings.generation.warm_states or 1024,
-             questions=questions)
+    on = run(settings, collection, policy, warm=warm, questions=questions)
+    # new processes over the files the run before left: a restart of the app
+    restart = run(settings, collection, policy, warm=warm, questions=questions, cold=False)
     same = sum(a["draft"] == b["draft"] for a, b in zip(off["rows"], on["rows"]))
     return {"collection": collection, "policy": policy, "off": off, "on": on,
+            "restart": restart,
             "same_drafts": same, "first_token_ratio": round(
                 on["draft_ttft_p50_s"] / off["draft_ttft_p50_s"], 2)
             if off["draft_ttft_p50_s"] and on["draft_ttft_p50_s"] else None}
@@ -87,13 +93,16 @@ def compare(settings, collection: str = "handbook", policy: str = "lazy",
 def table(result: dict) -> str:
     lines = ["| warm_states | draft first token p50 | p95 | answer p50 | p95 | warming |",
              "|---|---|---|---|---|---|"]
-    for key in ("off", "on"):
-        r = result[key]
+    for key in ("off", "on", "restart"):
+        r = result.get(key)
+        if r is None:
+            continue
         w = r["warming"]
         warming = (f"{w.get('total', 0)} of {w.get('chunks', 0)} chunks held "
                    f"({w.get('warmed', 0)} prefilled), {w.get('seconds', 0)} s, "
                    f"{w.get('state_mb', 0)} MB" if w else "-")
-        lines.append(f"| {r['warm_states']} | {r['draft_ttft_p50_s']} s | {r['draft_ttft_p95_s']} s"
+        label = f"{r['warm_states']}{'' if r.get('cold', True) else ', after a restart'}"
+        lines.append(f"| {label} | {r['draft_ttft_p50_s']} s | {r['draft_ttft_p95_s']} s"
                      f" | {r['total_p50_s']} s | {r['total_p95_s']} s | {warming} |")
     lines.append(f"\nsame drafts: {result['same_drafts']} of {result['on']['questions']}; "
                  f"first token {result['first_token_ratio']}x")
