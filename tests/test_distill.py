@@ -93,9 +93,12 @@ def tiny_llama(tmp_path_factory):
 
 
 def _llama_logits(path, ids):
-    from llama_cpp import Llama
+    from specrag.generators.worker_child import load_llama
 
-    llm = Llama(str(path), n_ctx=64, logits_all=True, verbose=False, n_threads=2)
+    # loaded as the product loads a model: no repacking into AMX buffers, whose first
+    # multiply faults on some virtualised Intel hosts and would end the whole test run
+    llm = load_llama(str(path), {"n_ctx": 64, "logits_all": True, "n_threads": 2,
+                                 "use_extra_bufts": False})
     llm.eval(ids)
     out = np.array(llm.scores[:len(ids)])
     llm.close()

@@ -24,7 +24,11 @@ documents' text in another form, so:
 
 The folder holds at most ``budget_bytes`` (per model file) and leaves ``RESERVE`` bytes of
 the disk free; the least recently used states go first (their modification time is
-touched on use, so the order survives restarts).
+touched on use, so the order survives restarts). A model folder records its model
+(``claim``); when a model process starts, ``prune_others`` deletes the folders of models
+that are gone or changed (a collection tuned again overwrites its distilled draft: a new
+folder, and the old one would be up to a budget of dead states) and of unrecorded ones
+unused for ``IDLE_S``.
 
 Deliberately not here: which prompts to keep (``prompt_states``), which to warm
 (``pipeline.warm_states``), and states of another model: each model file has its own
@@ -35,9 +39,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections import OrderedDict
 from pathlib import Path
@@ -45,6 +51,8 @@ from pathlib import Path
 import numpy as np
 
 EPOCH = "epoch"
+MODEL = "model.json"  # a model folder's record of the model file it holds states of
+IDLE_S = 7 * 86400  # an unrecorded model folder unused this long is deleted
 RESERVE = 2 * 2**30  # bytes of free disk a state file never takes (Chroma, SQLite need it)
 
 
@@ -58,6 +66,56 @@ def model_folder(root: str | os.PathLike, model_path: str | os.PathLike, params:
     st = os.stat(model_path)
     key = f"{os.path.abspath(model_path)}|{st.st_size}|{int(st.st_mtime)}|{params.get('n_ctx')}"
     return Path(root) / hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def claim(folder: str | os.PathLike, model_path: str | os.PathLike, params: dict) -> None:
+    """Record in ``folder`` which model file (and context size) its states belong to."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"model": os.path.abspath(model_path), "n_ctx": params.get("n_ctx")}
+    if _record(folder) != record:
+        _write_atomic(folder / MODEL, json.dumps(record).encode())
+
+
+def prune_others(root: str | os.PathLike, keep: str | os.PathLike,
+                 idle_s: float = IDLE_S) -> list[str]:
+    """Delete the model folders under ``root`` other than ``keep`` whose model file is gone
+    or changed since (its folder would be another now), and unrecorded ones (written
+    before records, or a claim cut short) untouched for ``idle_s``; their names. A folder
+    whose model is unchanged stays: another process may be drafting with it."""
+    root, keep = Path(root), Path(keep)
+    gone = []
+    for folder in (root.iterdir() if root.is_dir() else ()):
+        if not folder.is_dir() or folder.name == keep.name:
+            continue
+        record = _record(folder)
+        if record is None:
+            dead = time.time() - _last_use(folder) > idle_s
+        else:
+            try:
+                dead = model_folder(root, record["model"], record).name != folder.name
+            except (OSError, KeyError, TypeError):  # the model file is gone
+                dead = True
+        if dead:
+            shutil.rmtree(folder, ignore_errors=True)
+            gone.append(folder.name)
+    return gone
+
+
+def _record(folder: Path) -> dict | None:
+    try:
+        record = json.loads((folder / MODEL).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _last_use(folder: Path) -> float:
+    """The newest modification time in ``folder`` (states are touched on use)."""
+    try:
+        return max([folder.stat().st_mtime] + [p.stat().st_mtime for p in folder.iterdir()])
+    except OSError:
+        return time.time()  # vanishing meanwhile: another process is at work there
 
 
 def read_epoch(root: str | os.PathLike) -> str | None:
@@ -87,11 +145,12 @@ class StateFiles:
     """Prompt states in ``folder`` under ``root``'s epoch, at most ``budget_bytes``."""
 
     def __init__(self, root: str | os.PathLike, folder: str | os.PathLike, budget_bytes: int,
-                 cipher=None):
+                 cipher=None, model: tuple[str, dict] | None = None):
         self.root = Path(root)
         self.folder = Path(folder)
         self.budget_bytes = int(budget_bytes)
         self.cipher = cipher  # ``security.crypto.Cipher`` or None
+        self.model = model  # (model path, params): recorded in the folder at each load
         self.epoch = ""
         self._index: OrderedDict[str, np.ndarray] = OrderedDict()  # name -> tokens, LRU first
         self._sizes: dict[str, int] = {}
@@ -104,12 +163,16 @@ class StateFiles:
         """Index the folder: states of the current epoch, oldest use first, within the
         budget; the rest deleted (older epochs, half-written files, another key)."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        if self.model is not None:  # again after ``invalidate`` removed the folder
+            claim(self.folder, *self.model)
         self.epoch = read_epoch(self.root) or ""
         self._index.clear()
         self._sizes.clear()
         self.bytes = 0
         found = []
         for path in self.folder.iterdir():
+            if path.name == MODEL:
+                continue
             name = path.name.rsplit(".", 1)[0]
             if path.suffix != ".kv" and not (path.suffix == ".tok"
                                              and path.with_suffix(".kv").exists()):

@@ -78,7 +78,7 @@ def _state_files(model_path: str, params: dict, states_mb: int, root: str, disk_
     in memory); with ``disk_mb`` 0 it keeps no files but still follows the store's epoch."""
     if not root or states_mb <= 0:
         return None
-    from specrag.generators.state_files import StateFiles, model_folder
+    from specrag.generators.state_files import StateFiles, model_folder, prune_others
 
     cipher = None
     if key:
@@ -86,8 +86,11 @@ def _state_files(model_path: str, params: dict, states_mb: int, root: str, disk_
 
         cipher = Cipher(bytes.fromhex(key))
     try:
-        return StateFiles(root, model_folder(root, model_path, params), disk_mb * 2**20,
-                          cipher).load()
+        folder = model_folder(root, model_path, params)
+        for name in prune_others(root, folder):
+            print(f"specrag: deleted the prompt states of a model gone or changed ({name})",
+                  file=sys.stderr)
+        return StateFiles(root, folder, disk_mb * 2**20, cipher, (model_path, params)).load()
     except OSError as err:  # a read-only or missing data folder: states in memory only
         print(f"specrag: prompt states stay in memory: {err}", file=sys.stderr)
         return None
