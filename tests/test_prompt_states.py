@@ -151,3 +151,60 @@ def test_a_warmed_chunk_is_restored_from_disk_after_a_restart_until_the_store_in
     finally:
         cold.close()
         again.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_question_stops_a_warming_prefill_and_answers_as_from_a_cold_prompt(
+        model_path, isolation, tmp_path):
+    """A chunk's prompt takes about a second to prefill on two cores: a question that comes
+    meanwhile stops it instead of waiting for it, nothing half-evaluated is kept, and the
+    same chunk warms fully afterwards."""
+    import threading
+    import time
+
+    from specrag.generators.llamacpp import LlamaCppGenerator
+
+    gen = LlamaCppGenerator(model_path=model_path, threads=2, isolation=isolation,
+                            states_dir=str(tmp_path)).warm_up()
+    cold = LlamaCppGenerator(model_path=model_path, threads=2, prompt_cache=False,
+                             isolation=isolation).warm_up()
+    long_chunk = chunk(5, " ".join([LEAVE, EXPENSES] * 6))  # ~600 tokens: several batches
+    warm_prompt = build_messages("", [long_chunk], "draft")
+    outcome = {}
+    try:
+        ask(gen, "Where are claims filed?", EXPENSES, 1)  # the system prompt is cached
+        runs = 0
+        while outcome.get("outcome") != "interrupted" and runs < 5:
+            runs += 1
+            started = threading.Event()
+
+            def warm():
+                started.set()
+                outcome.update(gen.prefill(warm_prompt))
+
+            t = threading.Thread(target=warm)
+            t.start()
+            started.wait()
+            time.sleep(0.3)  # well inside the prefill, which takes seconds for 600 tokens
+            text, _ = ask(gen, "How many days of paid leave are there?", LEAVE, 0)
+            t.join()
+            if outcome["outcome"] == "interrupted":
+                break
+            gen.close()  # it finished first (a fast CPU): start over without its state
+            gen = LlamaCppGenerator(model_path=model_path, threads=2, isolation=isolation,
+                                    states_dir=str(tmp_path / str(runs))).warm_up()
+        assert outcome["outcome"] == "interrupted"
+        # nothing half-evaluated was kept, on disk or in memory, and the answer is the cold one
+        assert not list(tmp_path.rglob("*.kv"))
+        assert text == ask(cold, "How many days of paid leave are there?", LEAVE, 0)[0]
+        # the same chunk warms fully once the model is idle, and a question restores it
+        assert gen.prefill(warm_prompt)["outcome"] == "stored"
+        assert len(list(tmp_path.rglob("*.kv"))) == 1
+        ask(gen, "Where are claims filed?", EXPENSES, 1)  # the live context: another chunk
+        _, usage = asyncio.run(collect(gen, build_messages("How long?", [long_chunk]),
+                                       max_tokens=8))
+        assert usage.state_tokens > 0.8 * usage.input_tokens - 30
+    finally:
+        gen.close()
+        cold.close()

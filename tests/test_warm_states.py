@@ -98,7 +98,7 @@ def test_each_visible_chunk_is_prefilled_with_the_draft_prompt_up_to_its_questio
     e = engine(tmp_path, [LEAVE, EXPENSES])
     warmer = StateWarmer(e, max_chunks=8)
     report = warmer.warm("handbook")
-    assert report == {"chunks": 2, "warmed": 2, "total": 2, "skipped": "",
+    assert report == {"chunks": 2, "warmed": 2, "total": 2, "interrupted": 0, "skipped": "",
                       "seconds": report["seconds"], "state_mb": 2.0}
     # the prompt a question about that chunk will have, up to the question
     want = build_messages("", [chunk(0, LEAVE)])[1]["content"]
@@ -160,6 +160,34 @@ def test_the_warming_carries_the_states_epoch_and_stops_once_chunks_left_the_sto
     report = StateWarmer(e, max_chunks=8).warm("c")
     assert seen == [listed, listed] and report["total"] == 1
     assert "left the store" in report["skipped"] and len(e.draft.prompts) == 1
+
+
+def test_a_chunk_whose_prefill_a_question_interrupted_is_prefilled_again_after_it(tmp_path):
+    busy = threading.Event()
+    asked = []
+
+    class Interrupted(Draft):  # a question arrives while the second chunk is evaluated
+        def prefill(self, messages, fill=1.0, epoch=None):
+            asked.append(messages[1]["content"])
+            if len(asked) == 2:
+                busy.set()  # the question is in flight until the warmer has waited for it
+                return {"outcome": "interrupted", "entries": 1, "bytes": 2**20,
+                        "budget_bytes": self.budget}
+            return super().prefill(messages, fill)
+
+    def idle():
+        if busy.is_set():
+            busy.clear()  # answered: the next look finds the model idle
+            asked.append("waited")
+            return False
+        return True
+
+    e = engine(tmp_path, [LEAVE, EXPENSES, "Text 2."], Interrupted())
+    report = StateWarmer(e, max_chunks=8, idle=idle, poll_s=0.001).warm("c")
+    assert report["warmed"] == 3 and report["total"] == 3 and report["interrupted"] == 1
+    # the interrupted chunk was prefilled again, after the question, before the next chunk
+    assert asked[2] == "waited" and asked[1] == asked[3] and "EUR 500" in asked[3]
+    assert len(e.draft.prompts) == 3 and "Text 2." in e.draft.prompts[-1]
 
 
 def test_a_failing_chunk_is_passed_over_and_a_dead_model_ends_the_warming(tmp_path):

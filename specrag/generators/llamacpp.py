@@ -73,6 +73,7 @@ class LlamaCppGenerator:
         self._llm = None  # isolation "thread"
         self.worker: ModelWorker | None = None  # isolation "process"
         self._lock = threading.Lock()
+        self._waiting = threading.Event()  # (thread isolation) a question waits for the model
 
     def llama_params(self) -> dict:
         """Keyword arguments for ``llama_cpp.Llama`` (besides the model path)."""
@@ -84,6 +85,10 @@ class LlamaCppGenerator:
                 "states_disk_mb": self.states_disk_mb, "states_key": self.states_key}
 
     def warm_up(self) -> "LlamaCppGenerator":
+        # loaded already: no lock, so that a question is not held up behind a warming
+        # prefill holding it, and can stop that prefill instead (``prefill``)
+        if self.worker.pid is not None if self.worker is not None else self._llm is not None:
+            return self
         with self._lock:
             if self.isolation == "process":
                 if self.worker is None:
@@ -112,7 +117,9 @@ class LlamaCppGenerator:
                 yield Usage("llama-cpp", self.model, **payload)
 
     def _in_thread(self, request: dict, stop: threading.Event):
+        self._waiting.set()  # a prefill in flight gives way (``prefill``)
         with self._lock:
+            self._waiting.clear()
             if request["reset"]:
                 self._llm.reset()
             timer = Timer()
@@ -153,7 +160,7 @@ class LlamaCppGenerator:
         if self.worker is not None:
             return self.worker.prefill(request)
         with self._lock:
-            return prefill(self._llm, request)
+            return prefill(self._llm, request, self._waiting.is_set)
 
     def count_tokens(self, text: str) -> int:
         self.warm_up()

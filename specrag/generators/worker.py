@@ -81,10 +81,12 @@ class ModelWorker:
         self.start_timeout_s = start_timeout_s
         self.starts = 0  # children started so far
         self.busy = False  # a request is in flight
+        self.prefilling = False  # a prefill is in flight: a question may stop it (``preempt``)
         self._proc = None
         self._conn = None
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()  # ``preempt`` sends while a prefill holds ``_lock``
         _LIVE.add(self)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -188,13 +190,15 @@ class ModelWorker:
 
     def _send(self, message) -> None:
         try:
-            self._conn.send(message)
-        except OSError:
+            with self._send_lock:
+                self._conn.send(message)
+        except (OSError, AttributeError):  # AttributeError: reaped meanwhile (``preempt``)
             pass  # a dead child is reported by the next ``_recv``
 
     def generate(self, request: dict, stop: threading.Event) -> Iterator[tuple[str, object]]:
         """Stream one chat completion; ``request`` holds ``messages``, ``max_tokens``,
         ``temperature`` and ``reset`` (drop the cached prompt prefix first)."""
+        self.preempt()
         with self._lock:
             self._ensure()
             rid = next(self._ids)
@@ -237,21 +241,39 @@ class ModelWorker:
 
     def prefill(self, request: dict) -> dict | None:
         """Evaluate a prompt only to keep its state in the child (``worker_child.prefill``;
-        ``request`` holds ``messages`` and ``fill``)."""
-        return self._request("prefill", request, 120.0, "prefilling")
+        ``request`` holds ``messages`` and ``fill``); outcome "interrupted" when another
+        request came meanwhile (``preempt``)."""
+        with self._lock:
+            self.prefilling = True
+            try:
+                return self._exchange("prefill", request, 120.0, "prefilling")
+            finally:
+                self.prefilling = False
+
+    def preempt(self) -> None:
+        """Stop a prefill in flight so the caller's request goes next (a question waits
+        ~10-20 ms, not the rest of a chunk's prompt). Sent outside the lock the prefill
+        holds; the child reads it only as "a request is waiting"."""
+        if self.prefilling and self._conn is not None:
+            self._send(("interrupt", 0, None))
 
     def tokenize(self, text: str) -> int:
+        self.preempt()
         return int(self._request("tokenize", text, 60.0, "tokenizing"))
 
     def _request(self, op: str, payload, timeout_s: float, doing: str):
         """Send one request that has one reply, and return the reply."""
         with self._lock:
-            self._ensure()
-            rid = next(self._ids)
-            self._send((op, rid, payload))
-            while True:
-                kind, got, reply = self._recv(timeout_s, doing)
-                if got == rid:
-                    if kind == "error":
-                        raise GenerationError(f"{self.label}: {reply}")
-                    return reply
+            return self._exchange(op, payload, timeout_s, doing)
+
+    def _exchange(self, op: str, payload, timeout_s: float, doing: str):
+        """``_request`` for a caller that holds the lock."""
+        self._ensure()
+        rid = next(self._ids)
+        self._send((op, rid, payload))
+        while True:
+            kind, got, reply = self._recv(timeout_s, doing)
+            if got == rid:
+                if kind == "error":
+                    raise GenerationError(f"{self.label}: {reply}")
+                return reply

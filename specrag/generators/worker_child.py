@@ -118,10 +118,13 @@ def serve(conn) -> None:
         try:
             if op == "close":
                 return
+            if op == "interrupt":
+                continue  # it has stopped a prefill already, or came after one ended
             if op == "tokenize":
                 conn.send(("tokens", rid, len(llm.tokenize(payload.encode(), add_bos=False))))
             elif op == "prefill":
-                conn.send(("states", rid, prefill(llm, payload)))
+                # a request waiting (a question's) stops the prefill
+                conn.send(("states", rid, prefill(llm, payload, lambda: conn.poll(0))))
             elif op == "generate":
                 if not _generate(conn, llm, rid, payload):
                     return
@@ -165,13 +168,15 @@ def _generate(conn, llm, rid: int, req: dict) -> bool:
     return True
 
 
-def prefill(llm, request: dict) -> dict | None:
+def prefill(llm, request: dict, interrupt=None) -> dict | None:
     """``StatefulLlama.prefill`` of ``request["messages"]`` (up to ``request["fill"]`` of
-    the store): its outcome and the store's size after; None without prompt states."""
+    the store, stopped when ``interrupt()``): its outcome and the store's size after; None
+    without prompt states."""
     states = getattr(llm, "states", None)
     if states is None:
         return None
-    outcome = llm.prefill(request["messages"], request.get("fill", 1.0), request.get("epoch"))
+    outcome = llm.prefill(request["messages"], request.get("fill", 1.0), request.get("epoch"),
+                          interrupt)
     used, budget = states.usage()
     return {"outcome": outcome, "entries": max(len(states), len(states.files or ())),
             "bytes": used, "budget_bytes": budget}

@@ -11,7 +11,8 @@ collection of at most ``generation.warm_states`` chunks (``Service``), or when a
 browser opens the page (``ui.session.Engines.prepare``), a background thread hands
 each visible chunk's draft prompt (an empty question) to the draft model's ``prefill``,
 one chunk at a time and only while no question is in flight (``idle``): a question that
-arrives meanwhile waits for at most one chunk's prefill. The model itself skips a prompt
+arrives meanwhile stops the chunk's prefill (``StatefulLlama.prefill``'s ``interrupt``,
+within ~10-20 ms) and the chunk is prefilled again once the question is answered. The model itself skips a prompt
 a stored state already holds (in memory or on disk; without the files, a restart warms
 again), and evaluates none once its store (the files, else memory) is three-quarters
 full, so the states of live questions keep room; the store is shared by every
@@ -152,7 +153,8 @@ class StateWarmer:
         from specrag.tune import profile
 
         t0 = time.perf_counter()
-        report = {"chunks": 0, "warmed": 0, "total": 0, "skipped": "", "seconds": 0.0,
+        report = {"chunks": 0, "warmed": 0, "total": 0, "interrupted": 0, "skipped": "",
+                  "seconds": 0.0,
                   "state_mb": self.report.get(collection, {}).get("state_mb", 0.0)}
         view = None if self._stop.is_set() else profile.view(self.engine, collection)
         reason = "stopped" if view is None else self.why_not(view.settings, view.draft)
@@ -183,12 +185,8 @@ class StateWarmer:
         """Prefill ``chunks`` in order, updating ``report``; why it stopped early, or ""."""
         failures = 0
         for chunk in chunks:
-            while not self.idle() and not self._stop.is_set():
-                time.sleep(self.poll_s)  # questions first
-            if self._stop.is_set():
-                return "stopped"
             try:
-                states = draft.prefill(build_messages("", [chunk], "draft"), self.fill, epoch)
+                states = self._prefill(draft, chunk, epoch)
             except WorkerDied as err:  # the next question restarts it; do not do it here
                 return f"the draft model's process ended: {err}"
             except GenerationError as err:  # this chunk's prompt (too long, say), not the model
@@ -199,11 +197,28 @@ class StateWarmer:
                 continue
             if states is None:
                 return "the draft model keeps no prompt states"
+            if states == "stopped":
+                return "stopped"
             report["state_mb"] = round(states["bytes"] / 2**20, 1)
             if states["outcome"] == "full":
                 return f"the prompt-state store is {self.fill:.0%} full"
             if states["outcome"] == "stale":
                 return "chunks left the store meanwhile: warmed again after the next question"
             report["warmed"] += states["outcome"] == "stored"
+            report["interrupted"] += states["interrupted"]  # questions that went first
             report["total"] += 1
         return ""
+
+    def _prefill(self, draft, chunk, epoch):
+        """One chunk's prefill, started again after each question that interrupted it;
+        "stopped" when the warmer closes first."""
+        interrupted = 0
+        while True:
+            while not self.idle() and not self._stop.is_set():
+                time.sleep(self.poll_s)  # questions first
+            if self._stop.is_set():
+                return "stopped"
+            states = draft.prefill(build_messages("", [chunk], "draft"), self.fill, epoch)
+            if states is None or states["outcome"] != "interrupted":
+                return states if states is None else {**states, "interrupted": interrupted}
+            interrupted += 1  # a question came mid-prompt and went first
