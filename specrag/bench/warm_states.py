@@ -14,11 +14,18 @@ run: draft first token and final answer p50/p95, the warming's seconds and state
 size, and how many answers are the same text in both runs (a restored state must
 change nothing but the time).
 
+``--during`` measures the other side: questions asked *while* a cold collection warms
+(a user who opens the app on a collection ingested a minute ago), ``gap_s`` apart, against
+the same questions with warming off. A question that comes mid-prefill stops it
+(``StatefulLlama.prefill``'s ``interrupt``) instead of waiting up to a chunk's prefill.
+
 Deliberately not here: answer quality (``bench e2e``), repeated questions (``bench
 policy-timing --prompt-cache``), concurrency (``bench concurrency``).
 """
 
 from __future__ import annotations
+
+import time
 
 from specrag.bench.followups import HANDBOOK
 from specrag.bench.metrics import percentile
@@ -40,9 +47,11 @@ def _s(values: list[float], q: float) -> float | None:
 
 
 def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int = 1024,
-        questions: list[str] | None = None, cold: bool = True) -> dict:
+        questions: list[str] | None = None, cold: bool = True, during: bool = False,
+        gap_s: float = 2.0) -> dict:
     """One engine, ``generation.warm_states`` = ``warm``: the figures and the answers;
-    ``cold``: the stored states are invalidated first (else the files of a run before)."""
+    ``cold``: the stored states are invalidated first (else the files of a run before);
+    ``during``: the questions do not wait for the warming, and come ``gap_s`` apart."""
     from specrag.generators.state_files import invalidate, root_for
     from specrag.pipeline.build import build_service
 
@@ -55,22 +64,27 @@ def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int 
     try:
         service.ask(OPENER, policy=policy, collection=collection)
         warming = {}
-        if warm and service.warmer is not None:
+        if warm and service.warmer is not None and not during:
             service.warmer.wait()
             warming = service.warmer.report.get(collection, {})
         rows = []
         for question in questions:
+            if during:
+                time.sleep(gap_s)  # a user reads the answer; the warming goes on meanwhile
             a = service.ask(question, policy=policy, collection=collection)
             rows.append({"question": question, "draft_ttft_ms": a.timings_ms.get("draft_ttft"),
                          "total_ms": a.timings_ms.get("total"), "tier": a.tier,
                          "draft": a.draft.text if a.draft else "", "text": a.text})
     finally:
-        service.close()
+        service.close()  # stops a warming after its chunk in progress
         for tier in (service.engine.draft, service.engine.heavy):
             tier.close()  # the next run starts its own workers, cold
+    if during and service.warmer is not None:
+        warming = service.warmer.report.get(collection, {})  # how far it got meanwhile
     ttft = [r["draft_ttft_ms"] for r in rows if r["draft_ttft_ms"] is not None]
     total = [r["total_ms"] for r in rows]
-    return {"warm_states": warm, "cold": cold, "warming": warming, "questions": len(rows),
+    return {"warm_states": warm, "cold": cold, "during": during, "warming": warming,
+            "questions": len(rows),
             "draft_ttft_p50_s": _s(ttft, 50), "draft_ttft_p95_s": _s(ttft, 95),
             "total_p50_s": _s(total, 50), "total_p95_s": _s(total, 95), "rows": rows}
 
@@ -90,10 +104,26 @@ def compare(settings, collection: str = "handbook", policy: str = "lazy",
             if off["draft_ttft_p50_s"] and on["draft_ttft_p50_s"] else None}
 
 
+def compare_during(settings, collection: str = "handbook", policy: str = "lazy",
+                   questions: list[str] | None = None, gap_s: float = 2.0) -> dict:
+    """The same questions, ``gap_s`` apart, with warming off and while a cold collection
+    warms in the background."""
+    warm = settings.generation.warm_states or 1024
+    off = run(settings, collection, policy, warm=0, questions=questions, during=True,
+              gap_s=gap_s)
+    during = run(settings, collection, policy, warm=warm, questions=questions, during=True,
+                 gap_s=gap_s)
+    same = sum(a["draft"] == b["draft"] for a, b in zip(off["rows"], during["rows"]))
+    return {"collection": collection, "policy": policy, "off": off, "during": during,
+            "same_drafts": same, "first_token_ratio": round(
+                during["draft_ttft_p50_s"] / off["draft_ttft_p50_s"], 2)
+            if off["draft_ttft_p50_s"] and during["draft_ttft_p50_s"] else None}
+
+
 def table(result: dict) -> str:
     lines = ["| warm_states | draft first token p50 | p95 | answer p50 | p95 | warming |",
              "|---|---|---|---|---|---|"]
-    for key in ("off", "on", "restart"):
+    for key in ("off", "on", "restart", "during"):
         r = result.get(key)
         if r is None:
             continue
@@ -101,9 +131,14 @@ def table(result: dict) -> str:
         warming = (f"{w.get('total', 0)} of {w.get('chunks', 0)} chunks held "
                    f"({w.get('warmed', 0)} prefilled), {w.get('seconds', 0)} s, "
                    f"{w.get('state_mb', 0)} MB" if w else "-")
-        label = f"{r['warm_states']}{'' if r.get('cold', True) else ', after a restart'}"
+        if r.get("during") and w:
+            warming = (f"while warming: {w.get('warmed', 0)} prefilled meanwhile, "
+                       f"{w.get('interrupted', 0)} prefills stopped by a question")
+        label = (f"{r['warm_states']}{'' if r.get('cold', True) else ', after a restart'}"
+                 f"{', questions while warming' if r.get('during') and r['warm_states'] else ''}")
         lines.append(f"| {label} | {r['draft_ttft_p50_s']} s | {r['draft_ttft_p95_s']} s"
                      f" | {r['total_p50_s']} s | {r['total_p95_s']} s | {warming} |")
-    lines.append(f"\nsame drafts: {result['same_drafts']} of {result['on']['questions']}; "
+    last = result.get("on") or result["during"]
+    lines.append(f"\nsame drafts: {result['same_drafts']} of {last['questions']}; "
                  f"first token {result['first_token_ratio']}x")
     return "\n".join(lines)

@@ -158,6 +158,9 @@ def add_parsers(sub) -> None:
                    help="ask this set's questions (the collection must hold its passages, "
                         "as a 'bench e2e' data folder does) instead of the handbook's")
     p.add_argument("--n", type=int, default=30, help="questions of --dataset")
+    p.add_argument("--during", action="store_true",
+                   help="ask while a cold collection warms (against warming off), --gap-s apart")
+    p.add_argument("--gap-s", type=float, default=2.0)
     p.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
     p.set_defaults(func=cmd_warm_states)
 
@@ -336,7 +339,11 @@ def cmd_warm_states(args, settings) -> int:
 
     questions = (warm_states.dataset_questions(settings, args.dataset, args.n)
                  if args.dataset else None)
-    result = warm_states.compare(settings, args.collection, args.policy, questions)
+    if args.during:
+        result = warm_states.compare_during(settings, args.collection, args.policy, questions,
+                                            args.gap_s)
+    else:
+        result = warm_states.compare(settings, args.collection, args.policy, questions)
     print(warm_states.table(result))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=1))
