@@ -87,7 +87,8 @@ class LlamaCppGenerator:
     def warm_up(self) -> "LlamaCppGenerator":
         # loaded already: no lock, so that a question is not held up behind a warming
         # prefill holding it, and can stop that prefill instead (``prefill``)
-        if self.worker.pid is not None if self.worker is not None else self._llm is not None:
+        loaded = self.worker.pid is not None if self.worker is not None else self._llm is not None
+        if loaded:
             return self
         with self._lock:
             if self.isolation == "process":
