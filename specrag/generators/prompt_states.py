@@ -36,6 +36,7 @@ has its own).
 from __future__ import annotations
 
 import ctypes
+import logging
 import sys
 import time
 from collections import OrderedDict
@@ -168,8 +169,13 @@ class StatefulLlama(Llama):
         ``interrupt()`` turned true while the prompt was evaluated (nothing stored)."""
         self._prefill = {"fill": fill, "outcome": "stored", "epoch": epoch,
                          "interrupt": interrupt, "polled": 0.0}
+        # llama.cpp logs the cells it drops after a stop as an error ("decode: removing
+        # memory module entries"): expected here, and a failure still raises
+        quiet = logging.getLogger("llama-cpp-python")
+        level = quiet.level
         if interrupt is not None:
             low.llama_set_abort_callback(self._ctx.ctx, self._abort, None)
+            quiet.setLevel(logging.CRITICAL)
         try:
             # one token sampled and dropped: the prompt goes through the same chat template
             # and tokenizer as a question's, so its tokens are the ones a question shares
@@ -182,6 +188,7 @@ class StatefulLlama(Llama):
         finally:
             if interrupt is not None:  # a question's evaluation is never aborted
                 low.llama_set_abort_callback(self._ctx.ctx, low.ggml_abort_callback(), None)
+                quiet.setLevel(level)
             self._prefill = None
 
     def _should_abort(self, _data) -> bool:
