@@ -122,11 +122,12 @@ def test_a_lowered_budget_a_lost_key_and_a_killed_writers_leftovers_are_cleaned_
     assert len(files(tmp_path)) == 0 and not list((tmp_path / "model").iterdir())
 
 
-def test_the_folders_of_models_gone_or_changed_are_deleted_and_live_ones_kept(tmp_path):
+def test_the_folders_of_models_changed_or_unused_for_a_week_are_deleted_and_live_ones_kept(
+        tmp_path):
     from specrag.generators.state_files import model_folder, prune_others
 
     root = tmp_path / "states"
-    models = {n: tmp_path / f"{n}.gguf" for n in ("base", "tuned", "deleted", "other")}
+    models = {n: tmp_path / f"{n}.gguf" for n in ("base", "tuned", "unmounted", "old", "other")}
     for path in models.values():
         path.write_bytes(b"weights")
     folders = {}
@@ -134,29 +135,32 @@ def test_the_folders_of_models_gone_or_changed_are_deleted_and_live_ones_kept(tm
         folders[n] = model_folder(root, path, {"n_ctx": 4096})
         StateFiles(root, folders[n], 1000, model=(str(path), {"n_ctx": 4096})).load().put(
             toks(1, 2, 3), b"s" * 100)
-    # a retune overwrites the distilled draft (a newer file: another folder); one is deleted
+    # a retune overwrites the distilled draft (a newer file: another folder)
     models["tuned"].write_bytes(b"new weights")
     os.utime(models["tuned"], (1, 1))
-    models["deleted"].unlink()
-    # a folder from before records: kept while recent, deleted once unused for a week
-    old, recent = root / "0123456789abcdef", root / "fedcba9876543210"
-    for folder in (old, recent):
+    # a model file not visible now (deleted, or on a drive not mounted) waits for the idle rule
+    models["unmounted"].unlink()
+    # a folder from before records, one of a model unused for a week, and one recent
+    unrecorded, recent = root / "0123456789abcdef", root / "fedcba9876543210"
+    for folder in (unrecorded, recent):
         folder.mkdir()
         (folder / "x-1.kv").write_bytes(b"s")
     week_ago = os.path.getmtime(recent) - 8 * 86400
-    for path in (old / "x-1.kv", old):
-        os.utime(path, (week_ago, week_ago))
+    for folder in (unrecorded, folders["old"]):
+        for path in [*folder.iterdir(), folder]:
+            os.utime(path, (week_ago, week_ago))
     gone = prune_others(root, folders["base"])
-    assert sorted(gone) == sorted([folders["tuned"].name, folders["deleted"].name, old.name])
-    # the model in use and another one unchanged (another process may draft with it) stay
+    assert sorted(gone) == sorted([folders["tuned"].name, folders["old"].name, unrecorded.name])
+    # the model in use, a recent unchanged one (another process may draft with it) stay
     assert sorted(p.name for p in root.iterdir()) == sorted(
-        [folders["base"].name, folders["other"].name, recent.name])
+        [folders["base"].name, folders["other"].name, folders["unmounted"].name, recent.name])
     kept = StateFiles(root, folders["other"], 1000).load()
     assert len(kept) == 1  # its states, not its record, are what it indexes
     # an invalidation removes the record too; the next load writes it again
     invalidate(root)
     StateFiles(root, folders["base"], 1000, model=(str(models["base"]), {"n_ctx": 4096})).load()
     assert prune_others(root, folders["other"]) == []
+    assert (folders["base"] / "model.json").exists()
 
 
 def test_an_unreadable_epoch_is_not_a_new_one_and_a_vanished_file_is_not_held(tmp_path):

@@ -36,7 +36,6 @@ has its own).
 from __future__ import annotations
 
 import ctypes
-import logging
 import sys
 import time
 from collections import OrderedDict
@@ -156,8 +155,6 @@ class StatefulLlama(Llama):
         super().__init__(*args, **kwargs)
         self.states = states
         self._prefill: dict | None = None  # set while ``prefill`` runs: its fill and outcome
-        # kept on the instance: llama.cpp holds a pointer to it while a prefill runs
-        self._abort = low.ggml_abort_callback(self._should_abort)
 
     def prefill(self, messages: list[dict], fill: float = 1.0, epoch: str | None = None,
                 interrupt=None) -> str:
@@ -169,13 +166,10 @@ class StatefulLlama(Llama):
         ``interrupt()`` turned true while the prompt was evaluated (nothing stored)."""
         self._prefill = {"fill": fill, "outcome": "stored", "epoch": epoch,
                          "interrupt": interrupt, "polled": 0.0}
-        # llama.cpp logs the cells it drops after a stop as an error ("decode: removing
-        # memory module entries"): expected here, and a failure still raises
-        quiet = logging.getLogger("llama-cpp-python")
-        level = quiet.level
+        # a local: llama.cpp holds a pointer to it until the ``finally`` below
+        abort = low.ggml_abort_callback(self._should_abort)
         if interrupt is not None:
-            low.llama_set_abort_callback(self._ctx.ctx, self._abort, None)
-            quiet.setLevel(logging.CRITICAL)
+            low.llama_set_abort_callback(self._ctx.ctx, abort, None)
         try:
             # one token sampled and dropped: the prompt goes through the same chat template
             # and tokenizer as a question's, so its tokens are the ones a question shares
@@ -188,8 +182,8 @@ class StatefulLlama(Llama):
         finally:
             if interrupt is not None:  # a question's evaluation is never aborted
                 low.llama_set_abort_callback(self._ctx.ctx, low.ggml_abort_callback(), None)
-                quiet.setLevel(level)
             self._prefill = None
+            del abort
 
     def _should_abort(self, _data) -> bool:
         """llama.cpp's abort callback (from its compute thread, between graph nodes)."""
@@ -200,10 +194,13 @@ class StatefulLlama(Llama):
         if now - p["polled"] < POLL_S:
             return False
         p["polled"] = now
-        if p["interrupt"]():
+        try:
+            stop = bool(p["interrupt"]())
+        except Exception:  # noqa: BLE001 - an exception cannot cross into C: stop instead
+            stop = True
+        if stop:
             p["outcome"] = "interrupted"
-            return True
-        return False
+        return stop
 
     def generate(self, tokens, *args, **kwargs):
         tokens = list(tokens)

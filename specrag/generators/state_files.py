@@ -26,9 +26,8 @@ The folder holds at most ``budget_bytes`` (per model file) and leaves ``RESERVE`
 the disk free; the least recently used states go first (their modification time is
 touched on use, so the order survives restarts). A model folder records its model
 (``claim``); when a model process starts, ``prune_others`` deletes the folders of models
-that are gone or changed (a collection tuned again overwrites its distilled draft: a new
-folder, and the old one would be up to a budget of dead states) and of unrecorded ones
-unused for ``IDLE_S``.
+that changed (a collection tuned again overwrites its distilled draft: a new folder, and
+the old one would be up to a budget of dead states) and those unused for ``IDLE_S``.
 
 Deliberately not here: which prompts to keep (``prompt_states``), which to warm
 (``pipeline.warm_states``), and states of another model: each model file has its own
@@ -52,7 +51,7 @@ import numpy as np
 
 EPOCH = "epoch"
 MODEL = "model.json"  # a model folder's record of the model file it holds states of
-IDLE_S = 7 * 86400  # an unrecorded model folder unused this long is deleted
+IDLE_S = 7 * 86400  # a model folder unused this long is deleted
 RESERVE = 2 * 2**30  # bytes of free disk a state file never takes (Chroma, SQLite need it)
 
 
@@ -79,27 +78,33 @@ def claim(folder: str | os.PathLike, model_path: str | os.PathLike, params: dict
 
 def prune_others(root: str | os.PathLike, keep: str | os.PathLike,
                  idle_s: float = IDLE_S) -> list[str]:
-    """Delete the model folders under ``root`` other than ``keep`` whose model file is gone
-    or changed since (its folder would be another now), and unrecorded ones (written
-    before records, or a claim cut short) untouched for ``idle_s``; their names. A folder
-    whose model is unchanged stays: another process may be drafting with it."""
+    """Delete the model folders under ``root`` other than ``keep`` whose model file changed
+    since (a file of that path and another size or time: its folder would be another now),
+    or that no process used for ``idle_s`` (a model gone, or not run for a week; a model
+    file this process cannot see now, on a drive not mounted, say, waits that long too);
+    their names. A recent folder of an unchanged model stays: another process may draft
+    with it."""
     root, keep = Path(root), Path(keep)
     gone = []
     for folder in (root.iterdir() if root.is_dir() else ()):
         if not folder.is_dir() or folder.name == keep.name:
             continue
-        record = _record(folder)
-        if record is None:
-            dead = time.time() - _last_use(folder) > idle_s
-        else:
-            try:
-                dead = model_folder(root, record["model"], record).name != folder.name
-            except (OSError, KeyError, TypeError):  # the model file is gone
-                dead = True
-        if dead:
+        if time.time() - _last_use(folder) > idle_s or _changed(root, folder):
             shutil.rmtree(folder, ignore_errors=True)
             gone.append(folder.name)
     return gone
+
+
+def _changed(root: Path, folder: Path) -> bool:
+    """Whether the model file ``folder`` records is now another file (False when it cannot
+    tell: no record, or the file not there to look at)."""
+    record = _record(folder)
+    if record is None:
+        return False
+    try:
+        return model_folder(root, record["model"], record).name != folder.name
+    except (OSError, KeyError, TypeError):
+        return False
 
 
 def _record(folder: Path) -> dict | None:
@@ -164,7 +169,10 @@ class StateFiles:
         budget; the rest deleted (older epochs, half-written files, another key)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         if self.model is not None:  # again after ``invalidate`` removed the folder
-            claim(self.folder, *self.model)
+            try:
+                claim(self.folder, *self.model)
+            except OSError:  # a record only: the states work without it
+                pass
         self.epoch = read_epoch(self.root) or ""
         self._index.clear()
         self._sizes.clear()

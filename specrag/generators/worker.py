@@ -27,6 +27,7 @@ failover (``resilience``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -82,6 +83,8 @@ class ModelWorker:
         self.starts = 0  # children started so far
         self.busy = False  # a request is in flight
         self.prefilling = False  # a prefill is in flight: a question may stop it (``preempt``)
+        self._waiters = 0  # requests waiting for ``_lock``: a prefill that gets it first yields
+        self._waiters_lock = threading.Lock()
         self._proc = None
         self._conn = None
         self._ids = itertools.count(1)
@@ -97,10 +100,12 @@ class ModelWorker:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._alive() else None
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def _alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        proc = self._proc  # read once: a question's ``warm_up`` reads it without the lock
+        return proc is not None and proc.poll() is None
 
     def start(self) -> "ModelWorker":
         """Start the child and wait until its model is loaded (idempotent)."""
@@ -124,8 +129,12 @@ class ModelWorker:
                                 stdin=subprocess.DEVNULL, env=env)
         self.starts += 1
         theirs.close()  # only the child holds its end now: its death reads as EOF here
-        self._proc, self._conn = proc, Connection(mine.detach())
-        self._send(("load", 0, {"model_path": self.model_path, "params": self.params}))
+        conn = Connection(mine.detach())
+        try:  # before ``_conn`` is set: a ``preempt`` must not come first
+            conn.send(("load", 0, {"model_path": self.model_path, "params": self.params}))
+        except OSError:
+            pass  # a dead child is reported by the next ``_recv``
+        self._proc, self._conn = proc, conn
         try:
             kind, _, info = self._recv(self.start_timeout_s, "loading")
         except WorkerDied:
@@ -139,9 +148,10 @@ class ModelWorker:
 
     def _reap(self) -> None:
         proc, conn = self._proc, self._conn
-        self._proc = self._conn = None
-        if conn is not None:
-            conn.close()
+        with self._send_lock:  # a ``preempt`` from another thread is not mid-send
+            self._proc = self._conn = None
+            if conn is not None:
+                conn.close()
         if proc is not None:
             if proc.poll() is None:
                 proc.kill()
@@ -151,12 +161,9 @@ class ModelWorker:
                 log.warning("model worker %s (pid %s) did not exit", self.label, proc.pid)
 
     def close(self) -> None:
+        self.preempt()  # shutting down need not wait for the rest of a warming prefill
         with self._lock:
-            if self._conn is not None:
-                try:
-                    self._conn.send(("close", 0, None))
-                except OSError:
-                    pass
+            self._send(("close", 0, None))
             if self._proc is not None:
                 try:
                     self._proc.wait(2)
@@ -191,15 +198,15 @@ class ModelWorker:
     def _send(self, message) -> None:
         try:
             with self._send_lock:
-                self._conn.send(message)
-        except (OSError, AttributeError):  # AttributeError: reaped meanwhile (``preempt``)
+                if self._conn is not None:  # None: reaped meanwhile (``preempt``)
+                    self._conn.send(message)
+        except OSError:
             pass  # a dead child is reported by the next ``_recv``
 
     def generate(self, request: dict, stop: threading.Event) -> Iterator[tuple[str, object]]:
         """Stream one chat completion; ``request`` holds ``messages``, ``max_tokens``,
         ``temperature`` and ``reset`` (drop the cached prompt prefix first)."""
-        self.preempt()
-        with self._lock:
+        with self._turn():
             self._ensure()
             rid = next(self._ids)
             self._send(("generate", rid, request))
@@ -244,8 +251,10 @@ class ModelWorker:
         ``request`` holds ``messages`` and ``fill``); outcome "interrupted" when another
         request came meanwhile (``preempt``)."""
         with self._lock:
-            self.prefilling = True
+            self.prefilling = True  # before the look at ``_waiters``: see ``preempt``
             try:
+                if self._waiters:  # a question came between the warmer's look and now
+                    return {"outcome": "interrupted"}
                 return self._exchange("prefill", request, 120.0, "prefilling")
             finally:
                 self.prefilling = False
@@ -254,20 +263,32 @@ class ModelWorker:
         """Stop a prefill in flight so the caller's request goes next (a question waits
         ~10-20 ms, not the rest of a chunk's prompt). Sent outside the lock the prefill
         holds; the child reads it only as "a request is waiting"."""
-        if self.prefilling and self._conn is not None:
+        if self.prefilling:
             self._send(("interrupt", 0, None))
 
-    def tokenize(self, text: str) -> int:
-        self.preempt()
-        return int(self._request("tokenize", text, 60.0, "tokenizing"))
+    @contextlib.contextmanager
+    def _turn(self):
+        """``_lock`` for a request that goes before any warming prefill: counted as
+        waiting first (a prefill about to start yields), then a prefill in flight stopped."""
+        with self._waiters_lock:  # read by ``prefill`` after it set ``prefilling``
+            self._waiters += 1
+        try:
+            self.preempt()
+            self._lock.acquire()
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
 
-    def _request(self, op: str, payload, timeout_s: float, doing: str):
-        """Send one request that has one reply, and return the reply."""
-        with self._lock:
-            return self._exchange(op, payload, timeout_s, doing)
+    def tokenize(self, text: str) -> int:
+        with self._turn():
+            return int(self._exchange("tokenize", text, 60.0, "tokenizing"))
 
     def _exchange(self, op: str, payload, timeout_s: float, doing: str):
-        """``_request`` for a caller that holds the lock."""
+        """Send one request that has one reply, and return the reply (under ``_lock``)."""
         self._ensure()
         rid = next(self._ids)
         self._send((op, rid, payload))

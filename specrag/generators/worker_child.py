@@ -18,6 +18,7 @@ Deliberately not here: restarts, queueing, error wording (``worker``, the parent
 from __future__ import annotations
 
 import functools
+import logging
 import signal
 import sys
 import threading
@@ -124,7 +125,8 @@ def serve(conn) -> None:
                 conn.send(("tokens", rid, len(llm.tokenize(payload.encode(), add_bos=False))))
             elif op == "prefill":
                 # a request waiting (a question's) stops the prefill
-                conn.send(("states", rid, prefill(llm, payload, lambda: conn.poll(0))))
+                conn.send(("states", rid, prefill(llm, payload, lambda: conn.poll(0),
+                                                  in_child=True)))
             elif op == "generate":
                 if not _generate(conn, llm, rid, payload):
                     return
@@ -168,15 +170,26 @@ def _generate(conn, llm, rid: int, req: dict) -> bool:
     return True
 
 
-def prefill(llm, request: dict, interrupt=None) -> dict | None:
+def prefill(llm, request: dict, interrupt=None, in_child: bool = False) -> dict | None:
     """``StatefulLlama.prefill`` of ``request["messages"]`` (up to ``request["fill"]`` of
     the store, stopped when ``interrupt()``): its outcome and the store's size after; None
     without prompt states."""
     states = getattr(llm, "states", None)
     if states is None:
         return None
-    outcome = llm.prefill(request["messages"], request.get("fill", 1.0), request.get("epoch"),
-                          interrupt)
+    quiet, level = logging.getLogger("llama-cpp-python"), None
+    if interrupt is not None and in_child:
+        # llama.cpp logs the cells it drops after a stop as an error ("decode: removing
+        # memory module entries"): expected here, and a failure still raises. Only in the
+        # worker process, where nothing else runs meanwhile
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)
+    try:
+        outcome = llm.prefill(request["messages"], request.get("fill", 1.0),
+                              request.get("epoch"), interrupt)
+    finally:
+        if level is not None:
+            quiet.setLevel(level)
     used, budget = states.usage()
     return {"outcome": outcome, "entries": max(len(states), len(states.files or ())),
             "bytes": used, "budget_bytes": budget}

@@ -186,7 +186,7 @@ class StateWarmer:
         failures = 0
         for chunk in chunks:
             try:
-                states = self._prefill(draft, chunk, epoch)
+                states = self._prefill(draft, chunk, epoch, report)
             except WorkerDied as err:  # the next question restarts it; do not do it here
                 return f"the draft model's process ended: {err}"
             except GenerationError as err:  # this chunk's prompt (too long, say), not the model
@@ -205,13 +205,12 @@ class StateWarmer:
             if states["outcome"] == "stale":
                 return "chunks left the store meanwhile: warmed again after the next question"
             report["warmed"] += states["outcome"] == "stored"
-            report["interrupted"] += states["interrupted"]  # questions that went first
             report["total"] += 1
         return ""
 
-    def _prefill(self, draft, chunk, epoch):
-        """One chunk's prefill, started again after each question that interrupted it;
-        "stopped" when the warmer closes first."""
+    def _prefill(self, draft, chunk, epoch, report: dict):
+        """One chunk's prefill, started again after each request that interrupted it
+        (counted in ``report``); "stopped" when the warmer closes first."""
         interrupted = 0
         while True:
             while not self.idle() and not self._stop.is_set():
@@ -220,5 +219,8 @@ class StateWarmer:
                 return "stopped"
             states = draft.prefill(build_messages("", [chunk], "draft"), self.fill, epoch)
             if states is None or states["outcome"] != "interrupted":
-                return states if states is None else {**states, "interrupted": interrupted}
-            interrupted += 1  # a question came mid-prompt and went first
+                return states
+            interrupted += 1
+            report["interrupted"] += 1
+            # requests that bypass ``idle`` (a tuning job's) would stop every retry at once
+            self._stop.wait(min(2.0, 0.05 * interrupted))
