@@ -290,3 +290,20 @@ def test_opening_the_page_loads_the_models_and_warms_the_collection(tmp_path):
         assert service.warmer.report["handbook"]["total"] == 2
     finally:
         service.close()
+
+
+def test_the_bench_table_shows_questions_asked_while_warming():
+    from specrag.bench.warm_states import table
+
+    def run(warm, during, warming):
+        return {"warm_states": warm, "cold": True, "during": during, "warming": warming,
+                "questions": 20, "draft_ttft_p50_s": 1.0, "draft_ttft_p95_s": 1.1,
+                "total_p50_s": 2.0, "total_p95_s": 3.4, "rows": []}
+
+    out = table({"off": run(0, True, {}), "same_drafts": 20, "first_token_ratio": 0.97,
+                 "during": run(1024, True, {"warmed": 39, "interrupted": 15, "total": 39})})
+    rows = out.splitlines()
+    assert rows[2].startswith("| 0 |") and rows[2].endswith("| - |")
+    assert "1024, questions while warming" in rows[3]
+    assert "39 prefilled meanwhile, 15 prefills stopped by a question" in rows[3]
+    assert "same drafts: 20 of 20; first token 0.97x" in out
