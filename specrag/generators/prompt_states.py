@@ -166,9 +166,9 @@ class StatefulLlama(Llama):
         ``interrupt()`` turned true while the prompt was evaluated (nothing stored)."""
         self._prefill = {"fill": fill, "outcome": "stored", "epoch": epoch,
                          "interrupt": interrupt, "polled": 0.0}
-        # a local: llama.cpp holds a pointer to it until the ``finally`` below
-        abort = low.ggml_abort_callback(self._should_abort)
         if interrupt is not None:
+            # a local: llama.cpp holds a pointer to it until the ``finally`` below
+            abort = low.ggml_abort_callback(self._should_abort)
             low.llama_set_abort_callback(self._ctx.ctx, abort, None)
         try:
             # one token sampled and dropped: the prompt goes through the same chat template
@@ -183,12 +183,11 @@ class StatefulLlama(Llama):
             if interrupt is not None:  # a question's evaluation is never aborted
                 low.llama_set_abort_callback(self._ctx.ctx, low.ggml_abort_callback(), None)
             self._prefill = None
-            del abort
 
     def _should_abort(self, _data) -> bool:
         """llama.cpp's abort callback (from its compute thread, between graph nodes)."""
-        p = self._prefill
-        if p is None or p["interrupt"] is None:
+        p = self._prefill  # installed only while a prefill with ``interrupt`` runs
+        if p is None:
             return False
         now = time.monotonic()
         if now - p["polled"] < POLL_S:

@@ -89,7 +89,7 @@ def _state_files(model_path: str, params: dict, states_mb: int, root: str, disk_
     try:
         folder = model_folder(root, model_path, params)
         for name in prune_others(root, folder):
-            print(f"specrag: deleted the prompt states of a model gone or changed ({name})",
+            print(f"specrag: deleted the prompt states of a model changed or unused ({name})",
                   file=sys.stderr)
         return StateFiles(root, folder, disk_mb * 2**20, cipher, (model_path, params)).load()
     except OSError as err:  # a read-only or missing data folder: states in memory only

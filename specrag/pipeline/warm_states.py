@@ -12,11 +12,11 @@ browser opens the page (``ui.session.Engines.prepare``), a background thread han
 each visible chunk's draft prompt (an empty question) to the draft model's ``prefill``,
 one chunk at a time and only while no question is in flight (``idle``): a question that
 arrives meanwhile stops the chunk's prefill (``StatefulLlama.prefill``'s ``interrupt``,
-within ~10-20 ms) and the chunk is prefilled again once the question is answered. The model itself skips a prompt
-a stored state already holds (in memory or on disk; without the files, a restart warms
-again), and evaluates none once its store (the files, else memory) is three-quarters
-full, so the states of live questions keep room; the store is shared by every
-collection the model drafts for. When chunks leave the store, every state is forgotten
+within ~10-20 ms) and the chunk is prefilled again once the question is answered. The
+model itself skips a prompt a stored state already holds (in memory or on disk; without
+the files, a restart warms again), and evaluates none once its store (the files, else
+memory) is three-quarters full, so the states of live questions keep room; the store is
+shared by every collection the model drafts for. When chunks leave the store, every state is forgotten
 and the next question warms the collection again.
 
 Warming is skipped, with the reason logged and kept in ``report``, when it cannot help:
