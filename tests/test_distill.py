@@ -92,13 +92,13 @@ def tiny_llama(tmp_path_factory):
     return write_tiny_qwen2(real, tmp_path_factory.mktemp("tiny") / "llama.gguf", arch="llama")
 
 
-def _llama_logits(path, ids):
+def _llama_logits(path, ids, lora_path=""):
     from specrag.generators.worker_child import load_llama
 
     # loaded as the product loads a model: no repacking into AMX buffers, whose first
     # multiply faults on some virtualised Intel hosts and would end the whole test run
     llm = load_llama(str(path), {"n_ctx": 64, "logits_all": True, "n_threads": 2,
-                                 "use_extra_bufts": False})
+                                 "use_extra_bufts": False, "lora_path": str(lora_path)})
     llm.eval(ids)
     out = np.array(llm.scores[:len(ids)])
     llm.close()
@@ -141,6 +141,40 @@ def test_trained_gguf_round_trip_through_llama_cpp(arch, request, tmp_path):
     assert (q8.argmax(-1) == trained.argmax(-1)).mean() >= 0.8
     with pytest.raises(SpecragError, match="could not quantize"):
         gguf_model.quantize(tmp_path / "missing.gguf", tmp_path / "x.gguf", 7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_adapter_file_gives_llama_cpp_the_trained_model(arch, request, tmp_path):
+    """The LoRA factors written as a llama.cpp adapter and added at run time: llama.cpp
+    computes the trained model (llama: B's q rows permuted as the base stores q), and the
+    base file itself is untouched."""
+    tiny_gguf = request.getfixturevalue("tiny_gguf" if arch == "qwen2" else "tiny_llama")
+    model, tok = gguf_model.load_for_training(tiny_gguf)
+    ids = tok("Employees receive 25 days of paid leave", add_special_tokens=False)["input_ids"]
+    base_llama = _llama_logits(tiny_gguf, ids)
+    lora.attach(model, rank=4, alpha=8.0)
+    lora.train(model, [lora.Example(ids[:-3], ids[-3:])], epochs=15, lr=5e-2)
+    with torch.no_grad():
+        trained = model(torch.tensor([ids])).logits[0].numpy()
+    n = gguf_model.write_adapter(tiny_gguf, tmp_path / "a.gguf",
+                                 {k: (a.numpy(), b.numpy()) for k, (a, b) in lora.factors(model).items()},
+                                 alpha=8.0)
+    assert n == 2 * 2 * 2  # (A, B) x (q, v) x 2 layers
+    adapted = _llama_logits(tiny_gguf, ids, tmp_path / "a.gguf")
+    assert np.abs(adapted - trained).max() < 0.05 * np.abs(trained).max()
+    assert np.abs(adapted - base_llama).max() > 0.2 * np.abs(trained).max()
+    assert np.abs(_llama_logits(tiny_gguf, ids) - base_llama).max() == 0  # base unchanged
+
+
+def test_an_adapter_for_another_model_is_a_clear_error(tiny_gguf, tiny_llama, tmp_path):
+    model, _ = gguf_model.load_for_training(tiny_llama)
+    lora.attach(model, rank=4)
+    gguf_model.write_adapter(tiny_llama, tmp_path / "llama-a.gguf",
+                             {k: (a.numpy(), b.numpy()) for k, (a, b) in lora.factors(model).items()},
+                             alpha=8.0)
+    with pytest.raises(RuntimeError, match="could not load the LoRA adapter"):
+        _llama_logits(tiny_gguf, [1, 2, 3], tmp_path / "llama-a.gguf")
 
 
 def test_another_architecture_is_refused_not_silently_broken(tmp_path):

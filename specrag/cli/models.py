@@ -25,10 +25,12 @@ WITHOUT_HELP = ("leave a data source out, with the sets built from it (repeatabl
 
 def add_parsers(sub) -> None:
     tr = sub.add_parser("train", help="train the verifier or reranker cross-encoder (CPU), "
-                                      "its head, or the query router")
-    tr.add_argument("model", choices=("verifier", "reranker", "head", "router"),
+                                      "its head, the query router, or the draft's adapter")
+    tr.add_argument("model", choices=("verifier", "reranker", "head", "router", "draft"),
                     help="head: fit the verifier's calibrated head (head.json) on dev pairs; "
-                         "router: fit the routed policy's router on `bench e2e` runs")
+                         "router: fit the routed policy's router on `bench e2e` runs; "
+                         "draft: the draft model's LoRA adapter on public questions the "
+                         "benchmarks never ask (specrag/models/draft-adapter)")
     tr.add_argument("runs", nargs="*", help="router: `bench e2e` run folders (draft-only rows; "
                                             "heavy-only rows too for the latency curve)")
     tr.add_argument("--report", help="router: also write router.json/router.md here")
@@ -44,6 +46,8 @@ def add_parsers(sub) -> None:
                          "a GPU has it (auto), or force one")
     tr.add_argument("--without", action="append", default=[], metavar="SOURCE",
                     help="verifier/head/reranker: " + WITHOUT_HELP)
+    tr.add_argument("--work", help="draft: folder for its collections and answers (resumable; "
+                                   "default DATA_DIR/train-draft)")
     tr.add_argument("--json", action="store_true")
     tr.set_defaults(func=cmd_train)
 
@@ -116,6 +120,21 @@ def cmd_train(args, settings) -> int:
         if args.without:  # the router reads `bench e2e` runs, no training data
             raise ValueError("--without does not apply to `train router`")
         return cmd_train_router(args, settings)
+    if args.model == "draft":
+        from specrag.training import draft_train
+
+        if args.without or args.init:
+            raise ValueError("--without and --init do not apply to `train draft`")
+        work = Path(args.work) if args.work else settings.data_path / "train-draft"
+        out = Path(args.out) if args.out else sources_builtin("draft-adapter")
+        n = {k: max(4, int(v * args.scale)) for k, v in
+             (("n_halueval", 400), ("n_squad", 300), ("n_counter", 250))}
+        stats = draft_train.run(settings, work, out, seed=args.seed,
+                                progress=_progress(args) or not args.json, **n)
+        print(json.dumps({"out": str(out), **stats}, indent=2) if args.json
+              else f"draft adapter written to {out} (held-out answer loss "
+                   f"{stats['held_out_loss'][0]} -> {stats['held_out_loss'][1]})")
+        return 0
     if args.model == "head":
         out = run.train_head(settings, out=Path(args.out) if args.out else None, seed=args.seed,
                              n_per_source=max(10, int(400 * args.scale)), without=args.without)
@@ -131,6 +150,12 @@ def cmd_train(args, settings) -> int:
     print(json.dumps({"out": str(out), **meta}, indent=2) if args.json
           else f"{args.model} written to {out} ({meta['train_stats']})")
     return 0
+
+
+def sources_builtin(name: str) -> Path:
+    from specrag.sources import BUILTIN_DIR
+
+    return BUILTIN_DIR / name
 
 
 def cmd_verify(args, settings) -> int:

@@ -76,7 +76,11 @@ class _Lazy:
     def build(self) -> Generator:
         """The backend itself, its model file resolved, nothing loaded."""
         path = sources.resolve(self.role, self.settings)
-        return make_generator(f"{self.name}:{path.stem}", model_path=path, **self.options)
+        options = dict(self.options)
+        if self.role == "draft" and self.name == "llama-cpp" and "lora_path" not in options:
+            adapter = sources.draft_adapter(self.settings)
+            options["lora_path"] = str(adapter) if adapter else ""
+        return make_generator(f"{self.name}:{path.stem}", model_path=path, **options)
 
     def warm_up(self):
         if self._inner is None:

@@ -44,7 +44,8 @@ class LlamaCppGenerator:
                  n_ctx: int = 4096, threads: int | None = None, prompt_cache: bool = True,
                  isolation: str = "process", extra_bufts: bool = False, role: str = "",
                  logprobs: bool = True, prompt_states_mb: int = 256, states_dir: str = "",
-                 states_disk_mb: int = 4096, states_key: str | None = None):
+                 states_disk_mb: int = 4096, states_key: str | None = None,
+                 lora_path: str = ""):
         if isolation not in ISOLATION:
             raise ValueError(f"llama-cpp isolation must be one of {', '.join(ISOLATION)}, "
                              f"got '{isolation}'")
@@ -66,6 +67,8 @@ class LlamaCppGenerator:
         self.states_disk_mb = states_disk_mb
         self.states_key = states_key
         self.isolation = isolation
+        # a LoRA adapter llama.cpp adds to the model (``models.draft_adapter``; "": none)
+        self.lora_path = str(lora_path or "")
         self.role = role  # "draft" / "heavy": names the worker in logs and errors
         self.extra_bufts = extra_bufts
         # record each chosen token's log-probability (``confidence``), < 1 ms a token
@@ -82,7 +85,8 @@ class LlamaCppGenerator:
         return {"n_ctx": self.n_ctx, "n_threads": self.threads, "n_threads_batch": self.threads,
                 "n_batch": 512, "use_extra_bufts": self.extra_bufts,
                 "prompt_states_mb": self.prompt_states_mb, "states_dir": self.states_dir,
-                "states_disk_mb": self.states_disk_mb, "states_key": self.states_key}
+                "states_disk_mb": self.states_disk_mb, "states_key": self.states_key,
+                "lora_path": self.lora_path}
 
     def warm_up(self) -> "LlamaCppGenerator":
         # loaded already: no lock, so that a question is not held up behind a warming

@@ -61,10 +61,17 @@ def root_for(data_path: str | os.PathLike) -> Path:
 
 
 def model_folder(root: str | os.PathLike, model_path: str | os.PathLike, params: dict) -> Path:
-    """``root/<digest>``: one folder per model file (path, size, mtime) and context size."""
-    st = os.stat(model_path)
-    key = f"{os.path.abspath(model_path)}|{st.st_size}|{int(st.st_mtime)}|{params.get('n_ctx')}"
+    """``root/<digest>``: one folder per model file (path, size, mtime), context size and
+    LoRA adapter file (``lora_path``, the same three)."""
+    key = f"{_file_key(model_path)}|{params.get('n_ctx')}"
+    if params.get("lora_path"):
+        key += f"|{_file_key(params['lora_path'])}"
     return Path(root) / hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def _file_key(path: str | os.PathLike) -> str:
+    st = os.stat(path)
+    return f"{os.path.abspath(path)}|{st.st_size}|{int(st.st_mtime)}"
 
 
 def claim(folder: str | os.PathLike, model_path: str | os.PathLike, params: dict) -> None:
@@ -72,6 +79,8 @@ def claim(folder: str | os.PathLike, model_path: str | os.PathLike, params: dict
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     record = {"model": os.path.abspath(model_path), "n_ctx": params.get("n_ctx")}
+    if params.get("lora_path"):
+        record["lora_path"] = os.path.abspath(params["lora_path"])
     if _record(folder) != record:
         _write_atomic(folder / MODEL, json.dumps(record).encode())
 

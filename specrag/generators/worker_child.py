@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from multiprocessing.connection import Connection
 
 from specrag.generators.confidence import TokenConfidence
@@ -47,7 +48,9 @@ def load_llama(model_path: str, params: dict):
     params = dict(params)
     extra = params.pop("use_extra_bufts", None)
     states_mb = params.pop("prompt_states_mb", 0)
-    files = _state_files(model_path, params, states_mb, params.pop("states_dir", ""),
+    lora = params.pop("lora_path", "") or ""
+    # an adapter changes every state: its states live in a folder of their own
+    files = _state_files(model_path, {**params, "lora_path": lora}, states_mb, params.pop("states_dir", ""),
                          params.pop("states_disk_mb", 0), params.pop("states_key", None))
     import llama_cpp.llama_cpp as low
     from llama_cpp import Llama
@@ -58,7 +61,7 @@ def load_llama(model_path: str, params: dict):
         Llama = functools.partial(StatefulLlama,
                                   states=PromptStates(states_mb * 2**20, files=files))
     if extra is None:
-        return Llama(model_path=model_path, verbose=False, **params)
+        return with_adapter(Llama(model_path=model_path, verbose=False, **params), lora)
     with _LOAD_LOCK:
         original = low.llama_model_default_params
 
@@ -69,9 +72,35 @@ def load_llama(model_path: str, params: dict):
 
         low.llama_model_default_params = defaults
         try:
-            return Llama(model_path=model_path, verbose=False, **params)
+            llm = Llama(model_path=model_path, verbose=False, **params)
         finally:
             low.llama_model_default_params = original
+    return with_adapter(llm, lora)
+
+
+def with_adapter(llm, lora_path: str):
+    """``llm`` with the LoRA adapter at ``lora_path`` (none when empty) set on its context.
+
+    Not ``Llama(lora_path=...)``: that also turns memory mapping off (from the days when
+    llama.cpp merged an adapter into the weights), so the whole model would be read into
+    memory; llama.cpp adds an adapter at run time now, beside mapped weights."""
+    if not lora_path:
+        return llm
+    import ctypes
+
+    import llama_cpp.llama_cpp as low
+
+    adapter = low.llama_adapter_lora_init(llm._model.model, str(lora_path).encode("utf-8"))
+    if not adapter:
+        llm.close()
+        raise RuntimeError(f"llama.cpp could not load the LoRA adapter {lora_path} for "
+                           f"{Path(llm.model_path).name} (another base model?)")
+    llm._stack.callback(lambda: low.llama_adapter_lora_free(adapter))
+    adapters = (low.llama_adapter_lora_p_ctypes * 1)(adapter)
+    if low.llama_set_adapters_lora(llm._ctx.ctx, adapters, 1, (ctypes.c_float * 1)(1.0)):
+        llm.close()
+        raise RuntimeError(f"llama.cpp could not set the LoRA adapter {lora_path}")
+    return llm
 
 
 def _state_files(model_path: str, params: dict, states_mb: int, root: str, disk_mb: int, key):

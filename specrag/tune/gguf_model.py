@@ -7,6 +7,11 @@
   tensors they name (``model.layers.3.self_attn.q_proj`` -> ``blk.3.attn_q.weight``).
   Working from the base file's own tensors, not from transformers' copy, means nothing
   goes through a name or layout mapping except the few tensors that changed.
+- ``write_adapter(base, out, pairs, alpha)``: the LoRA factors themselves as a llama.cpp
+  adapter file (``general.type`` adapter, ``blk.3.attn_q.weight.lora_a`` / ``lora_b``),
+  which llama.cpp adds at run time (``llama_adapter_lora_init``): a megabyte beside the
+  base model instead of a second model file, and the update never goes through the base
+  file's 4-bit quantisation.
 - ``quantize(f16, out, ftype)``: llama.cpp's own ``llama_model_quantize``, in a child
   process: a crash in native code fails the tune step with a message, not the caller.
   ``ftype`` defaults to the base file's (``general.file_type``), so the distilled model
@@ -148,6 +153,38 @@ def write_merged(base: Path, out: Path, deltas: dict) -> dict:
     writer.write_tensors_to_file()
     writer.close()
     return changed
+
+
+def write_adapter(base: Path, out: Path, pairs: dict, alpha: float,
+                  meta: dict | None = None) -> int:
+    """Write ``pairs`` (module name -> (A (rank, in), B (out, rank))) as a llama.cpp LoRA
+    adapter for ``base`` (llama.cpp scales B @ A by ``alpha / rank``, as ``tune.lora``
+    does); ``meta``: extra string fields (``specrag.*``). Returns the tensor count."""
+    gguf = require_gguf()
+    arch = check_mergeable(base)
+    reader = gguf.GGUFReader(str(base))
+    heads = int(reader.fields[f"{arch}.attention.head_count"].contents())
+    kv = reader.fields.get(f"{arch}.attention.head_count_kv")
+    heads_kv = int(kv.contents()) if kv is not None else heads
+    writer = gguf.GGUFWriter(str(out), arch=arch)
+    writer.add_string("general.type", "adapter")
+    writer.add_string("adapter.type", "lora")
+    writer.add_float32("adapter.lora.alpha", float(alpha))
+    for key, value in (meta or {}).items():
+        writer.add_string(key, str(value))
+    n = 0
+    for module, (a, b) in sorted(pairs.items()):
+        name = gguf_name(module)
+        # a row permutation of the update is one of B's rows: A stays as it is
+        b = to_file_layout(name, np.asarray(b, dtype=np.float32), arch, heads, heads_kv)
+        writer.add_tensor(f"{name}.lora_a", np.asarray(a, dtype=np.float32))
+        writer.add_tensor(f"{name}.lora_b", np.ascontiguousarray(b))
+        n += 2
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return n
 
 
 def quantize(src: Path, out: Path, ftype: int, *, threads: int = 0, timeout: float = 1800) -> None:

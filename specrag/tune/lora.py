@@ -73,6 +73,12 @@ def deltas(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: m.delta() for name, m in model.named_modules() if isinstance(m, LoRALinear)}
 
 
+def factors(model: nn.Module) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(A, B) of every LoRA layer by module name, for an adapter file (``scale`` apart)."""
+    return {name: (m.a.detach().cpu().float(), m.b.detach().cpu().float())
+            for name, m in model.named_modules() if isinstance(m, LoRALinear)}
+
+
 @dataclass(frozen=True)
 class Example:
     """Token ids of the prompt and of the answer the model should give after it."""
