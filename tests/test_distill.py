@@ -167,6 +167,25 @@ def test_adapter_file_gives_llama_cpp_the_trained_model(arch, request, tmp_path)
     assert np.abs(_llama_logits(tiny_gguf, ids) - base_llama).max() == 0  # base unchanged
 
 
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_an_adapter_file_reads_back_as_the_updates_it_adds(arch, request, tmp_path):
+    """What a collection's distillation folds into the weights it starts from."""
+    base = request.getfixturevalue("tiny_gguf" if arch == "qwen2" else "tiny_llama")
+    model, _ = gguf_model.load_for_training(base)
+    lora.attach(model, rank=4, alpha=8.0)
+    for m in model.modules():
+        if isinstance(m, lora.LoRALinear):
+            torch.nn.init.normal_(m.b)
+    gguf_model.write_adapter(base, tmp_path / "a.gguf",
+                             {k: (a.numpy(), b.numpy()) for k, (a, b) in lora.factors(model).items()},
+                             alpha=8.0)
+    back = gguf_model.read_adapter(tmp_path / "a.gguf", base)
+    want = {k: v.numpy() for k, v in lora.deltas(model).items()}
+    assert sorted(back) == sorted(want)
+    for k in want:
+        assert np.allclose(back[k], want[k], atol=1e-5)
+
+
 def test_an_adapter_for_another_model_is_a_clear_error(tiny_gguf, tiny_llama, tmp_path):
     model, _ = gguf_model.load_for_training(tiny_llama)
     lora.attach(model, rank=4)

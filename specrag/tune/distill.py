@@ -111,8 +111,10 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
                            "calibrate,router, or set generation.draft to llama-cpp")
     base = sources.resolve("draft", engine.settings)
     # resumable: the same base, questions and recipe give the same model; keep it
-    recipe = {"base": str(base), "questions": sorted(q.id for q in questions),
-              "epochs": epochs, "rank": rank, "lr": lr}
+    adapter = sources.draft_adapter(engine.settings)
+    recipe = {"base": str(base), "adapter": str(adapter or ""),
+              "questions": sorted(q.id for q in questions), "epochs": epochs, "rank": rank,
+              "lr": lr}
     done = folder / "distill.json"
     if done.is_file():
         kept = json.loads(done.read_text(encoding="utf-8"))
@@ -123,7 +125,14 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
         gguf_model.check_mergeable(base)  # before minutes of training, not after
     except SpecragError as err:
         return {"base": str(base), "path": None, "skipped": str(err)}
+    import torch
+
     model, tok = gguf_model.load_for_training(base)
+    # the draft as served: with the shipped adapter (``models.draft_adapter``) in its
+    # weights, so the collection's model starts from it and keeps it once merged
+    served = gguf_model.read_adapter(adapter, base) if adapter else {}
+    for name, d in served.items():
+        model.get_submodule(name).weight.data += torch.from_numpy(d)
     seconds = {"load": round(time.perf_counter() - t0, 1)}
     pairs, why = examples(engine, tok, questions, rows, collection)
     stats = {"base": str(base), "examples": len(pairs), "used": why, "path": None}
@@ -132,8 +141,6 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
         return stats
     checks, _ = examples(engine, tok, held, rows, collection)
     lora.attach(model, rank=rank, alpha=2.0 * rank)
-    import torch
-
     if torch.cuda.is_available():  # a lent GPU trains it; never required
         model.to("cuda")
     bf16 = model.device.type == "cuda" or cpu_has_bf16()
@@ -150,7 +157,10 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
     held_after = lora.mean_loss(model, checks, bf16) if checks else None
     t = time.perf_counter()
     f16 = folder / "draft-f16.gguf"
-    changed = gguf_model.write_merged(base, f16, {k: v.numpy() for k, v in lora.deltas(model).items()})
+    deltas = {k: v.numpy() for k, v in lora.deltas(model).items()}
+    for k, d in served.items():
+        deltas[k] = deltas[k] + d if k in deltas else d
+    changed = gguf_model.write_merged(base, f16, deltas)
     del model
     out = folder / "draft.gguf"
     tmp = folder / "draft.gguf.tmp"

@@ -155,6 +155,39 @@ def write_merged(base: Path, out: Path, deltas: dict) -> dict:
     return changed
 
 
+def module_name(tensor: str) -> str:
+    """``blk.3.attn_q.weight`` -> ``model.layers.3.self_attn.q_proj`` (``gguf_name``'s inverse)."""
+    layer, part = tensor.split(".")[1:3]
+    proj = {v: k for k, v in _GGUF_NAMES.items()}[part]
+    return f"model.layers.{layer}.{'self_attn' if part.startswith('attn') else 'mlp'}.{proj}"
+
+
+def read_adapter(path: Path, base: Path) -> dict:
+    """The updates a llama.cpp LoRA adapter file adds to ``base``, by module name, in
+    transformers' layout (``write_adapter``'s inverse: ``alpha / rank * B @ A``)."""
+    gguf = require_gguf()
+    arch = check_mergeable(base)
+    reader = gguf.GGUFReader(str(path))
+    fields = gguf.GGUFReader(str(base)).fields
+    heads = int(fields[f"{arch}.attention.head_count"].contents())
+    kv = fields.get(f"{arch}.attention.head_count_kv")
+    heads_kv = int(kv.contents()) if kv is not None else heads
+    alpha = float(reader.fields["adapter.lora.alpha"].contents())
+    tensors = {t.name: np.asarray(t.data, dtype=np.float32) for t in reader.tensors}
+    out = {}
+    for name, a in tensors.items():
+        if not name.endswith(".lora_a"):
+            continue
+        b = tensors[name[:-len("_a")] + "_b"]
+        d = (alpha / a.shape[0]) * (b @ a)
+        tensor = name[:-len(".lora_a")]
+        if arch in PERMUTED and (".attn_q." in tensor or ".attn_k." in tensor):
+            n = heads if ".attn_q." in tensor else heads_kv
+            d = d.reshape(n, d.shape[0] // n // 2, 2, d.shape[1]).swapaxes(1, 2).reshape(d.shape)
+        out[module_name(tensor)] = d
+    return out
+
+
 def write_adapter(base: Path, out: Path, pairs: dict, alpha: float,
                   meta: dict | None = None) -> int:
     """Write ``pairs`` (module name -> (A (rank, in), B (out, rank))) as a llama.cpp LoRA
