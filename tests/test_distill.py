@@ -389,3 +389,31 @@ def test_drafts_are_compared_at_one_precision():
     assert acceptance_at(rows, 0.75) == 4 / 5  # 3 of 4 right down to 0.6
     assert acceptance_at([row(0.9, False)], 0.5) == 0.0
     assert acceptance_at([], 0.5) is None
+
+
+@pytest.mark.slow
+def test_train_draft_fits_an_adapter_llama_cpp_loads(tiny_gguf, tmp_path):
+    """``specrag train draft``'s last step on answer records: the adapter file, its
+    record, and llama.cpp serving it over the model it was trained for."""
+    from specrag.pipeline.prompts import build_messages
+    from specrag.training.draft_train import fit_adapter
+
+    chunk = [Chunk("c1", "d1", "leave.md", "Employees receive 25 days of paid leave.", 0, 0, 40,
+                   "h", "v")]
+    lines = []
+    for i in range(12):
+        q = f"How many days of leave, case {i}?"
+        lines.append(json.dumps({"id": f"q{i}", "kind": "squad", "question": q, "gold": ["25"],
+                                 "has_gold_chunk": True, "messages": build_messages(q, chunk),
+                                 "draft": "Employees receive 25 days [1].",
+                                 "draft_judge": {"right": True, "grounding": 0.9}}))
+    (tmp_path / "records.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    s = make_settings(tmp_path, **{"models.draft": str(tiny_gguf)})
+    stats = fit_adapter(s, tmp_path / "records.jsonl", tmp_path / "out", progress=False,
+                        recipe={"rank": 4, "alpha": 8.0, "epochs": 2, "lr": 5e-2})
+    assert stats["train"] == 11 and stats["held_out"] == 1
+    assert stats["held_out_loss"][1] < stats["held_out_loss"][0]  # the same kind of answer
+    assert json.loads((tmp_path / "out" / "specrag.json").read_text())["base"] == tiny_gguf.name
+    ids = [1, 2, 3, 4]
+    assert np.abs(_llama_logits(tiny_gguf, ids, tmp_path / "out" / "draft-lora.gguf")
+                  - _llama_logits(tiny_gguf, ids)).max() > 0

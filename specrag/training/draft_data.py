@@ -18,8 +18,8 @@ This module builds (prompt, answer) pairs that teach it to answer from its one c
   draft when it contains the gold answer and the verifier finds it grounded in the draft's
   chunk; otherwise the model drafts again with the gold answer given as a hint, and that
   draft is the target under the same two checks. When the draft's chunk is not the
-  question's passage the target is the abstention (``The documents do not say.``), at most
-  ``ABSTAIN_SHARE`` of the pairs, so the model learns to escalate, not to give up.
+  question's passage the target can be the abstention (``The documents do not say.``), at
+  most ``ABSTAIN_SHARE`` of the pairs (none by default: see the constant).
 
 ``collect(...)`` appends one JSON line per question to a file and skips questions already
 there, so a stopped run resumes. Deliberately not here: the training (``draft_train``) and
@@ -43,7 +43,9 @@ from specrag.pipeline.prompts import NOT_FOUND, build_messages
 from specrag.settings import Settings
 
 BENCH_N = (20, 30, 40, 50, 60, 100, 150, 200)  # the e2e bench's usual --n, seed 0
-ABSTAIN_SHARE = 0.1
+# abstention pairs: none by default; at 10% the adapter gave up 19 times where the base
+# gave up once, on chunks that held the answer (BENCHMARKS.md)
+ABSTAIN_SHARE = 0.0
 HINT = ("\nThe correct answer is: {gold}. Reply with one short sentence that gives this "
         "answer as the document states it, citing the document.")
 _LEAK = re.compile(r"\b(hint|told|correct answer)\b", re.I)
