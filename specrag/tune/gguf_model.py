@@ -93,6 +93,13 @@ def to_file_layout(tensor: str, delta: np.ndarray, arch: str, heads: int,
     return delta
 
 
+def _heads(fields, arch: str) -> tuple[int, int]:
+    """(attention heads, key/value heads) of a GGUF's ``arch`` model: what q/k permute by."""
+    heads = int(fields[f"{arch}.attention.head_count"].contents())
+    kv = fields.get(f"{arch}.attention.head_count_kv")
+    return heads, int(kv.contents()) if kv is not None else heads
+
+
 def load_for_training(path: Path):
     """(transformers causal LM in float32, its tokenizer) from a GGUF file."""
     require_gguf()
@@ -120,9 +127,7 @@ def write_merged(base: Path, out: Path, deltas: dict) -> dict:
 
     arch = check_mergeable(base)
     reader = gguf.GGUFReader(str(base))
-    heads = int(reader.fields[f"{arch}.attention.head_count"].contents())
-    kv = reader.fields.get(f"{arch}.attention.head_count_kv")
-    heads_kv = int(kv.contents()) if kv is not None else heads
+    heads, heads_kv = _heads(reader.fields, arch)
     want = {}
     for module, d in deltas.items():
         name = gguf_name(module)
@@ -168,10 +173,7 @@ def read_adapter(path: Path, base: Path) -> dict:
     gguf = require_gguf()
     arch = check_mergeable(base)
     reader = gguf.GGUFReader(str(path))
-    fields = gguf.GGUFReader(str(base)).fields
-    heads = int(fields[f"{arch}.attention.head_count"].contents())
-    kv = fields.get(f"{arch}.attention.head_count_kv")
-    heads_kv = int(kv.contents()) if kv is not None else heads
+    heads, heads_kv = _heads(gguf.GGUFReader(str(base)).fields, arch)
     alpha = float(reader.fields["adapter.lora.alpha"].contents())
     tensors = {t.name: np.asarray(t.data, dtype=np.float32) for t in reader.tensors}
     out = {}
@@ -196,9 +198,7 @@ def write_adapter(base: Path, out: Path, pairs: dict, alpha: float,
     gguf = require_gguf()
     arch = check_mergeable(base)
     reader = gguf.GGUFReader(str(base))
-    heads = int(reader.fields[f"{arch}.attention.head_count"].contents())
-    kv = reader.fields.get(f"{arch}.attention.head_count_kv")
-    heads_kv = int(kv.contents()) if kv is not None else heads
+    heads, heads_kv = _heads(reader.fields, arch)
     writer = gguf.GGUFWriter(str(out), arch=arch)
     writer.add_string("general.type", "adapter")
     writer.add_string("adapter.type", "lora")
