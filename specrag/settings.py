@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -398,7 +398,3 @@ def _coerce(hint: Any, value: Any, name: str) -> Any:
                          f"got {value!r}") from None
     return value
 
-
-__all__ = ["Settings", "ModelSettings", "EmbedderSettings", "ChunkingSettings",
-           "RetrievalSettings", "VerifySettings", "GenerationSettings", "StoreSettings",
-           "SecuritySettings", "flat", "replace"]

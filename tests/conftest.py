@@ -51,6 +51,26 @@ def embedder():
     return Embedder(make_settings("/nonexistent-unused")).warm_up()
 
 
+# tiny random GGUFs carrying the real draft's tokenizer (``tests.support.tiny_gguf``), for
+# the weight and distillation tests: written once per run
+def _tiny_gguf(tmp_path_factory, name: str, arch: str):
+    from specrag import sources
+    from tests.support.tiny_gguf import write_tiny_qwen2
+
+    real = sources.resolve("draft", make_settings(tmp_path_factory.mktemp("draft")))
+    return write_tiny_qwen2(real, tmp_path_factory.mktemp("tiny") / name, arch=arch)
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory):
+    return _tiny_gguf(tmp_path_factory, "tiny.gguf", "qwen2")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory):
+    return _tiny_gguf(tmp_path_factory, "llama.gguf", "llama")
+
+
 @pytest.fixture
 def ingestor(settings, embedder):
     from specrag.ingest.ingestor import Ingestor

@@ -88,3 +88,24 @@ def test_noisy_chunks_hold_the_passage_a_heading_a_list_and_a_table():
     assert "| Item | Value |" in chunk and "- The Ostwald Bridge" in chunk
     pairs = cf.noisy_set(ITEMS, seed=0)
     assert {p.label for p in pairs} == {0.0, 1.0} and all("## " in p.premise for p in pairs)
+
+
+def test_answer_kinds_put_a_river_for_a_river(embedder):
+    """Same-kind candidates with the real embedder, none of them the old value respelt."""
+    import random
+
+    from specrag.training.answer_kinds import typed_candidates
+    from specrag.training.swaps import LIKE_TOP, swap_answer
+
+    rivers = ["Elbe", "Volga", "Mississippi", "The Elbe River"]
+    people, firms = ["Isaac Newton", "Charles Dickens", "Jane Austen"], ["Toyota", "Nokia", "IBM"]
+    like = typed_candidates(rivers + people + firms, embedder)
+    assert like["Volga"][0] in rivers
+    assert like["Isaac Newton"][:2] and set(like["Isaac Newton"][:2]) <= set(people)
+    assert not set(like["Toyota"][:2]) & set(people + rivers)
+    assert not any("Elbe" in c for c in like["Elbe"])  # a near-copy is no swap
+    text = "The Volga is the longest river in Europe. The Volga flows into the Caspian Sea."
+    for seed in range(5):
+        passage, new = swap_answer(text, "What is the longest river in Europe?", "Volga", {},
+                                   random.Random(seed), like)
+        assert new in like["Volga"][:LIKE_TOP] and "Volga" not in passage and passage.count(new) == 2

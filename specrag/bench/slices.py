@@ -4,7 +4,9 @@
 questions over *dev- and test-split* passages (``training.data.split_of``: the
 verifier's weights never saw them) whose answer is a year, number, month or name, the passage's
 answer is swapped everywhere for another value of the same type
-(``training.swaps.swap_answer``) and the gold answer becomes the new value. The swapped
+(``training.swaps.swap_answer``; a name for one of the five most alike of its kind,
+``training.answer_kinds``: a river for a river, a nationality for a nationality) and the
+gold answer becomes the new value. The swapped
 passage replaces the original in the corpus (one question per passage, so no other
 question reads a changed paragraph), so a model that answers from what it knows of the
 world is wrong, and one that follows the documents is right.
@@ -31,8 +33,10 @@ SLICE_KIND = {"squad": "single-hop", "halueval-qa": "multi-hop",
 
 
 def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: int = 0) -> QADataset:
+    from specrag.retrieval.embedder import Embedder
+    from specrag.training.answer_kinds import typed_candidates
     from specrag.training.data import split_of
-    from specrag.training.swaps import answer_pools, swap_answer, whole
+    from specrag.training.swaps import answer_pools, answer_type, swap_answer, whole
 
     ds = load_squad(settings)
     by_id = ds.passages_by_id()
@@ -43,13 +47,16 @@ def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: in
         if a:
             found.append((p.id, p.text, it.question, a, it))
     pools = answer_pools([f[:4] for f in found])
+    names = [a for _, _, q, a, _ in found
+             if (kind := answer_type(q, a)) and kind.startswith(("person", "name"))]
+    like = typed_candidates(names, Embedder(settings).warm_up())
     rng = random.Random(seed)
     swapped: dict[str, Passage] = {}
     items: list[QAItem] = []
     for pid, text, q, a, it in found:
         if pid in swapped or split_of(pid) == "train":
             continue
-        out = swap_answer(text, q, a, pools, rng)
+        out = swap_answer(text, q, a, pools, rng, like)
         if out is None:
             continue
         new_text, new = out

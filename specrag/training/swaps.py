@@ -2,7 +2,8 @@
 
 ``swap_answer(text, question, answer, pools, rng)`` returns the passage with every
 occurrence of ``answer`` replaced (a year or number shifted, a month moved, a name taken
-from ``answer_pools``: the answers of other questions with the same wh-word) and the new
+from ``answer_pools``: the answers of other questions with the same wh-word, or of the same
+kind when ``answer_kinds.typed_candidates`` gives them) and the new
 value; ``None`` when no clean swap exists. ``gone`` checks that no word or value of the
 old answer is left, so a claim stating it is really unsupported (a partial swap such as
 ``John "Joe" Orton`` would make a wrong label).
@@ -21,6 +22,7 @@ from specrag.grounding.text import STOP_WORDS, WORD
 
 YEAR = re.compile(r"^(1[0-9]\d\d|20[0-4]\d)$")
 _NUM = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+LIKE_TOP = 5  # names drawn among this many of the most alike of their kind
 _NAMEISH = re.compile(r"^[A-Z][\w.'\u2019-]*(?:\s+(?:of|de|the|and|van|von|da|di)?\s*[A-Z][\w.'\u2019-]*){0,4}$")
 
 
@@ -86,16 +88,24 @@ def answer_pools(items) -> dict[str, list[str]]:
     return pools
 
 
-def swap_answer(text: str, question: str, answer: str, pools, rng) -> tuple[str, str] | None:
+def swap_answer(text: str, question: str, answer: str, pools, rng,
+                like: dict[str, list[str]] | None = None) -> tuple[str, str] | None:
     """(the passage with ``answer`` replaced everywhere by another value of its type, that
-    value), or None when no clean swap exists (no type, no candidate, a trace left)."""
+    value), or None when no clean swap exists (no type, no candidate, a trace left).
+    ``like``: answer -> candidates of its kind, most alike first
+    (``answer_kinds.typed_candidates``); a name is then drawn from the first ``LIKE_TOP``
+    the passage does not hold, instead of from ``pools`` (same wh-word)."""
     kind = answer_type(question, answer)
     if kind is None:
         return None
     if kind in ("year", "number", "month"):
         new = shifted(answer, kind, rng)
     else:
-        pool = [x for x in pools.get(kind, []) if x.lower() not in text.lower()]
+        typed = like is not None and answer in like
+        pool = [x for x in (like[answer] if typed else pools.get(kind, []))
+                if x.lower() not in text.lower()]
+        if typed:
+            pool = pool[:LIKE_TOP]
         if not pool:
             return None
         new = rng.choice(pool)

@@ -64,3 +64,17 @@ def write_tiny_qwen2(real: Path, out: Path, seed: int = 0, arch: str = "qwen2") 
     writer.write_tensors_to_file()
     writer.close()
     return out
+
+
+def llama_logits(path, ids, lora_path="") -> np.ndarray:
+    """Logits at every position of ``ids`` from llama.cpp (with an adapter file, if given)."""
+    from specrag.generators.worker_child import load_llama
+
+    # loaded as the product loads a model: no repacking into AMX buffers, whose first
+    # multiply faults on some virtualised Intel hosts and would end the whole test run
+    llm = load_llama(str(path), {"n_ctx": 64, "logits_all": True, "n_threads": 2,
+                                 "use_extra_bufts": False, "lora_path": str(lora_path)})
+    llm.eval(ids)
+    out = np.array(llm.scores[:len(ids)])
+    llm.close()
+    return out
