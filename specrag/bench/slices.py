@@ -34,9 +34,9 @@ SLICE_KIND = {"squad": "single-hop", "halueval-qa": "multi-hop",
 
 def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: int = 0) -> QADataset:
     from specrag.retrieval.embedder import Embedder
-    from specrag.training.answer_kinds import typed_candidates
+    from specrag.training.answer_kinds import for_items
     from specrag.training.data import split_of
-    from specrag.training.swaps import answer_pools, answer_type, swap_answer, whole
+    from specrag.training.swaps import answer_pools, swap_answer, whole
 
     ds = load_squad(settings)
     by_id = ds.passages_by_id()
@@ -47,9 +47,7 @@ def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: in
         if a:
             found.append((p.id, p.text, it.question, a, it))
     pools = answer_pools([f[:4] for f in found])
-    names = [a for _, _, q, a, _ in found
-             if (kind := answer_type(q, a)) and kind.startswith(("person", "name"))]
-    like = typed_candidates(names, Embedder(settings).warm_up())
+    like = for_items([f[:4] for f in found], Embedder(settings).warm_up())
     rng = random.Random(seed)
     swapped: dict[str, Passage] = {}
     items: list[QAItem] = []

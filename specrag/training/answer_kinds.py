@@ -87,3 +87,13 @@ def typed_candidates(answers: list[str], embedder) -> dict[str, list[str]]:
                 and low not in names[j].lower() and names[j].lower() not in low]
         out[a] = [names[j] for j in sorted(same, key=lambda j: (-sim[i, j], names[j]))]
     return out
+
+
+def for_items(items, embedder) -> dict[str, list[str]]:
+    """``typed_candidates`` for the name answers of (passage id, text, question, answer)
+    items, the shape ``swaps.answer_pools`` reads."""
+    from specrag.training.swaps import answer_type
+
+    return typed_candidates([a for _, _, q, a in items
+                             if (kind := answer_type(q, a)) and kind.startswith(("person", "name"))],
+                            embedder)

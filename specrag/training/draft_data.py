@@ -75,6 +75,8 @@ def training_items(settings: Settings, n_halueval: int, n_squad: int, n_counter:
     """(dataset, item, swap) triples, interleaved so that a stopped run holds every kind;
     ``swap`` is (the gold in the paragraph, its replacement) for counterfactual items."""
     from specrag.datasets import load_halueval_qa
+    from specrag.retrieval.embedder import Embedder
+    from specrag.training.answer_kinds import for_items
     from specrag.training.data import split_of
     from specrag.training.swaps import answer_pools, whole
 
@@ -93,12 +95,13 @@ def training_items(settings: Settings, n_halueval: int, n_squad: int, n_counter:
     found = [(it.gold_passage_id, texts[it.gold_passage_id], it.question, a) for it in ds.items
              for a in it.answers[:1] if re.search(whole(a), texts[it.gold_passage_id])]
     pools = answer_pools(found)
+    like = for_items(found, Embedder(settings).warm_up())  # swaps of the same kind, as the slice's
     squad = pool(ds.items, True)
     # one counterfactual per paragraph, on paragraphs no plain SQuAD training item reads
     counter, seen = [], set()
     for it in squad:
         if len(counter) < n_counter and it.gold_passage_id not in seen:
-            if (swap := swapped(it, texts[it.gold_passage_id], pools, rng)) is not None:
+            if (swap := swapped(it, texts[it.gold_passage_id], pools, rng, like)) is not None:
                 counter.append(("counterfactual", it, swap))
                 seen.add(it.gold_passage_id)
     plain = [("squad", it, None) for it in squad if it.gold_passage_id not in seen][:n_squad]
@@ -109,14 +112,15 @@ def training_items(settings: Settings, n_halueval: int, n_squad: int, n_counter:
     return out
 
 
-def swapped(item: QAItem, passage_text: str, pools, rng) -> tuple[str, str] | None:
-    """(the gold answer in the paragraph, its replacement) or None when no clean swap."""
+def swapped(item: QAItem, passage_text: str, pools, rng, like=None) -> tuple[str, str] | None:
+    """(the gold answer in the paragraph, its replacement) or None when no clean swap;
+    ``like``: same-kind candidates (``answer_kinds``)."""
     from specrag.training.swaps import swap_answer, whole
 
     a = next((a for a in item.answers if a and re.search(whole(a), passage_text)), None)
     if a is None:
         return None
-    out = swap_answer(passage_text, item.question, a, pools, rng)
+    out = swap_answer(passage_text, item.question, a, pools, rng, like)
     return (a, out[1]) if out else None
 
 
