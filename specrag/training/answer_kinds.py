@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from specrag.training.swaps import answer_type
+
 KINDS: dict[str, tuple[str, ...]] = {
     "person": ("Albert Einstein", "Queen Victoria", "John Smith", "Marie Curie", "Pope Gregory",
                "Barack Obama", "Mozart", "Napoleon Bonaparte"),
@@ -92,8 +94,6 @@ def typed_candidates(answers: list[str], embedder) -> dict[str, list[str]]:
 def for_items(items, embedder) -> dict[str, list[str]]:
     """``typed_candidates`` for the name answers of (passage id, text, question, answer)
     items, the shape ``swaps.answer_pools`` reads."""
-    from specrag.training.swaps import answer_type
-
     return typed_candidates([a for _, _, q, a in items
                              if (kind := answer_type(q, a)) and kind.startswith(("person", "name"))],
                             embedder)
