@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from specrag import sources
-from specrag.generators.state_files import model_folder
+from specrag.generators.state_folders import model_folder
 from specrag.pipeline.prompts import NOT_FOUND
 from specrag.training.draft_train import select
 from tests.support.env import make_settings

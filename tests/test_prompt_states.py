@@ -121,7 +121,7 @@ def test_prompt_states_follow_the_prompt_cache_and_their_budget_option(model_pat
 def test_a_warmed_chunk_is_restored_from_disk_after_a_restart_until_the_store_invalidates_it(
         model_path, tmp_path):
     from specrag.generators.llamacpp import LlamaCppGenerator
-    from specrag.generators.state_files import invalidate
+    from specrag.generators.state_folders import invalidate
 
     def draft(**kw):
         return LlamaCppGenerator(model_path=model_path, threads=2, states_dir=str(tmp_path),

@@ -9,7 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from specrag.generators.state_files import StateFiles, invalidate, read_epoch, root_for
+from specrag.generators.state_files import StateFiles
+from specrag.generators.state_folders import invalidate, read_epoch, root_for
 from tests.support.env import make_settings
 
 
@@ -124,7 +125,7 @@ def test_a_lowered_budget_a_lost_key_and_a_killed_writers_leftovers_are_cleaned_
 
 def test_the_folders_of_models_changed_or_unused_for_a_week_are_deleted_and_live_ones_kept(
         tmp_path):
-    from specrag.generators.state_files import model_folder, prune_others
+    from specrag.generators.state_folders import model_folder, prune_others
 
     root = tmp_path / "states"
     models = {n: tmp_path / f"{n}.gguf" for n in ("base", "tuned", "unmounted", "old", "other")}

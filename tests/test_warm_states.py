@@ -142,7 +142,7 @@ def test_a_large_collection_or_a_full_store_stops_the_warming(tmp_path):
 
 
 def test_the_warming_carries_the_states_epoch_and_stops_once_chunks_left_the_store(tmp_path):
-    from specrag.generators.state_files import invalidate, read_epoch, root_for
+    from specrag.generators.state_folders import invalidate, read_epoch, root_for
 
     e = engine(tmp_path, [LEAVE, EXPENSES, "Text 2."])
     root = root_for(e.settings.data_path)

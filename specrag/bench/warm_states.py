@@ -52,7 +52,7 @@ def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int 
     """One engine, ``generation.warm_states`` = ``warm``: the figures and the answers;
     ``cold``: the stored states are invalidated first (else the files of a run before);
     ``during``: the questions do not wait for the warming, and come ``gap_s`` apart."""
-    from specrag.generators.state_files import invalidate, root_for
+    from specrag.generators.state_folders import invalidate, root_for
     from specrag.pipeline.build import build_service
 
     s = settings.with_values(**{"generation.prompt_cache": True,

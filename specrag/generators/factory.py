@@ -17,7 +17,7 @@ import os
 
 from specrag import sources
 from specrag.generators.base import Generator, check_options, is_local_backend, make_generator
-from specrag.generators.state_files import root_for
+from specrag.generators.state_folders import root_for
 from specrag.settings import Settings
 
 # local backends whose model file comes from ``models.ROLE`` (resolved lazily by ``sources``)

@@ -69,7 +69,7 @@ class PromptStates:
 
     def fresh(self) -> bool:
         """False, every state forgotten, when the store invalidated them since the last
-        call (``state_files.invalidate``: chunks left the store)."""
+        call (``state_folders.invalidate``: chunks left the store)."""
         try:
             if self.files is None or self.files.fresh():
                 return True

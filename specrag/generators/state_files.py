@@ -14,9 +14,9 @@ documents' text in another form, so:
 
 - with ``security.encrypt`` on, both are written through ``security.crypto.Cipher``
   (AES-256-GCM, written to a temporary name and renamed: no plaintext copy on disk);
-- ``invalidate(root)`` is called by the store whenever chunks leave it (a document
-  deleted or replaced, a collection dropped): it deletes every state and writes a new
-  epoch. A model process notices the new epoch at its next prompt (``fresh``), drops
+- ``state_folders.invalidate(root)`` is called by the store whenever chunks leave it (a
+  document deleted or replaced, a collection dropped): it deletes every state and writes
+  a new epoch. A model process notices the new epoch at its next prompt (``fresh``), drops
   what it holds in memory as well, and never restores a file of an older epoch, so a
   state written while the deletion ran is not used and is deleted at the next check. A
   warming started before the deletion carries the epoch it listed its chunks under and
@@ -24,136 +24,28 @@ documents' text in another form, so:
 
 The folder holds at most ``budget_bytes`` (per model file) and leaves ``RESERVE`` bytes of
 the disk free; the least recently used states go first (their modification time is
-touched on use, so the order survives restarts). A model folder records its model
-(``claim``); when a model process starts, ``prune_others`` deletes the folders of models
-that changed (a collection tuned again overwrites its distilled draft: a new folder, and
-the old one would be up to a budget of dead states) and those unused for ``IDLE_S``.
+touched on use, so the order survives restarts).
 
 Deliberately not here: which prompts to keep (``prompt_states``), which to warm
-(``pipeline.warm_states``), and states of another model: each model file has its own
-folder (``model_folder``), and llama.cpp refuses a state of another shape anyway.
+(``pipeline.warm_states``), the model folders' lifecycle and the epoch
+(``state_folders``), and states of another model: each model file has its own folder
+(``state_folders.model_folder``), and llama.cpp refuses a state of another shape anyway.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import shutil
-import tempfile
-import time
-import uuid
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-EPOCH = "epoch"
-MODEL = "model.json"  # a model folder's record of the model file it holds states of
-IDLE_S = 7 * 86400  # a model folder unused this long is deleted
+from specrag.generators.state_folders import MODEL, claim, read_epoch, write_atomic
+
 RESERVE = 2 * 2**30  # bytes of free disk a state file never takes (Chroma, SQLite need it)
-
-
-def root_for(data_path: str | os.PathLike) -> Path:
-    """The store's states folder: ``DATA_DIR/states`` (one epoch for all its models)."""
-    return Path(data_path) / "states"
-
-
-def model_folder(root: str | os.PathLike, model_path: str | os.PathLike, params: dict) -> Path:
-    """``root/<digest>``: one folder per model file (path, size, mtime), context size and
-    LoRA adapter file (``lora_path``, the same three)."""
-    key = f"{_file_key(model_path)}|{params.get('n_ctx')}"
-    if params.get("lora_path"):
-        key += f"|{_file_key(params['lora_path'])}"
-    return Path(root) / hashlib.sha1(key.encode()).hexdigest()[:16]
-
-
-def _file_key(path: str | os.PathLike) -> str:
-    st = os.stat(path)
-    return f"{os.path.abspath(path)}|{st.st_size}|{int(st.st_mtime)}"
-
-
-def claim(folder: str | os.PathLike, model_path: str | os.PathLike, params: dict) -> None:
-    """Record in ``folder`` which model file (and context size) its states belong to."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    record = {"model": os.path.abspath(model_path), "n_ctx": params.get("n_ctx")}
-    if params.get("lora_path"):
-        record["lora_path"] = os.path.abspath(params["lora_path"])
-    if _record(folder) != record:
-        _write_atomic(folder / MODEL, json.dumps(record).encode())
-
-
-def prune_others(root: str | os.PathLike, keep: str | os.PathLike,
-                 idle_s: float = IDLE_S) -> list[str]:
-    """Delete the model folders under ``root`` other than ``keep`` whose model file changed
-    since (a file of that path and another size or time: its folder would be another now),
-    or that no process used for ``idle_s`` (a model gone, or not run for a week; a model
-    file this process cannot see now, on a drive not mounted, say, waits that long too);
-    their names. A recent folder of an unchanged model stays: another process may draft
-    with it."""
-    root, keep = Path(root), Path(keep)
-    gone = []
-    for folder in (root.iterdir() if root.is_dir() else ()):
-        if not folder.is_dir() or folder.name == keep.name:
-            continue
-        if time.time() - _last_use(folder) > idle_s or _changed(root, folder):
-            shutil.rmtree(folder, ignore_errors=True)
-            gone.append(folder.name)
-    return gone
-
-
-def _changed(root: Path, folder: Path) -> bool:
-    """Whether the model file ``folder`` records is now another file (False when it cannot
-    tell: no record, or the file not there to look at)."""
-    record = _record(folder)
-    if record is None:
-        return False
-    try:
-        return model_folder(root, record["model"], record).name != folder.name
-    except (OSError, KeyError, TypeError):
-        return False
-
-
-def _record(folder: Path) -> dict | None:
-    try:
-        record = json.loads((folder / MODEL).read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _last_use(folder: Path) -> float:
-    """The newest modification time in ``folder`` (states are touched on use)."""
-    try:
-        return max([folder.stat().st_mtime] + [p.stat().st_mtime for p in folder.iterdir()])
-    except OSError:
-        return time.time()  # vanishing meanwhile: another process is at work there
-
-
-def read_epoch(root: str | os.PathLike) -> str | None:
-    """The current epoch ("" before the first invalidation); None when it cannot be read
-    now (a transient error must not look like a new epoch and wipe the states)."""
-    try:
-        return (Path(root) / EPOCH).read_text().strip()
-    except FileNotFoundError:
-        return ""
-    except OSError:
-        return None
-
-
-def invalidate(root: str | os.PathLike) -> None:
-    """Forget every stored state under ``root``: the files first (whatever else fails),
-    then a new epoch for the processes that still hold some."""
-    root = Path(root)
-    if root.is_dir():
-        for folder in root.iterdir():
-            if folder.is_dir():
-                shutil.rmtree(folder, ignore_errors=True)
-    root.mkdir(parents=True, exist_ok=True)
-    _write_atomic(root / EPOCH, uuid.uuid4().hex.encode())
-
 
 class StateFiles:
     """Prompt states in ``folder`` under ``root``'s epoch, at most ``budget_bytes``."""
@@ -311,7 +203,7 @@ class StateFiles:
     def _write(self, path: Path, data: bytes) -> int:
         if self.cipher is not None:
             data = self.cipher.encrypt(data)
-        _write_atomic(path, data)
+        write_atomic(path, data)
         return len(data)
 
 
@@ -320,19 +212,3 @@ def _unlink(path: Path) -> None:
         path.unlink()
     except OSError:
         pass
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())  # never an empty file under the final name after a crash
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

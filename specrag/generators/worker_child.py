@@ -108,7 +108,8 @@ def _state_files(model_path: str, params: dict, states_mb: int, root: str, disk_
     in memory); with ``disk_mb`` 0 it keeps no files but still follows the store's epoch."""
     if not root or states_mb <= 0:
         return None
-    from specrag.generators.state_files import StateFiles, model_folder, prune_others
+    from specrag.generators.state_files import StateFiles
+    from specrag.generators.state_folders import model_folder, prune_others
 
     cipher = None
     if key:

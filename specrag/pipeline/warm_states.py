@@ -41,7 +41,7 @@ import threading
 import time
 
 from specrag.generators.base import GenerationError
-from specrag.generators.state_files import read_epoch, root_for
+from specrag.generators.state_folders import read_epoch, root_for
 from specrag.generators.worker import WorkerDied
 from specrag.pipeline.prompts import build_messages
 from specrag.security import redacting

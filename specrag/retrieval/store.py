@@ -225,7 +225,7 @@ class Store:
     def _states_gone(self) -> None:
         """Chunks left the store: the draft model's prompt states (KV cells of their text,
         in its memory and on disk) must not outlive them (``generators.state_files``)."""
-        from specrag.generators.state_files import invalidate, root_for
+        from specrag.generators.state_folders import invalidate, root_for
 
         try:
             invalidate(root_for(self.settings.data_path))
