@@ -107,6 +107,7 @@ def test_verdict_line_shows_grounding_and_answer_relevance(tmp_path):
     html = render_turn(turn)
     assert "grounded 0.97" in html and "answers the question 0.41" in html
     assert '<span class="sr-relevance sr-fail">' in html and "draft · rejected" in html
+    assert '<span class="sr-pright sr-fail">P(right) 0.35 < 0.50</span>' in html
 
 
 def test_abstaining_draft_is_not_shown_as_accepted_while_it_escalates(tmp_path):

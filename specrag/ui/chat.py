@@ -134,9 +134,13 @@ def verdict_html(turn: Turn) -> str:
     ok = "pass" if v.accepted else "fail"
     g_ok = grounded >= v.threshold
     relevance = getattr(v, "relevance", None)
+    # with the acceptance model, P(right) decides, not either part alone: shown as the CLI does
+    right_ok = v.score >= (v.answer_threshold or 0)
     answers = "" if relevance is None else (
-        f' · <span class="sr-relevance sr-{"pass" if v.score >= (v.answer_threshold or 0) else "fail"}">'
-        f"answers the question {relevance:.2f}</span>")
+        f' · <span class="sr-relevance sr-{"pass" if right_ok else "fail"}">'
+        f"answers the question {relevance:.2f}</span>"
+        f' · <span class="sr-pright sr-{"pass" if right_ok else "fail"}">P(right) {v.score:.2f} '
+        f'{"≥" if right_ok else "<"} {v.answer_threshold or 0:.2f}</span>')
     head = (f'<div class="sr-score-line"><span class="sr-score sr-{ok}">grounded {grounded:.2f}</span> '
             f'<span class="sr-vs">{"≥" if g_ok else "<"}</span> '
             f'<span class="sr-threshold">{v.threshold:.2f}</span>{answers}'
