@@ -23,7 +23,6 @@ pytest.importorskip("gguf", reason="gguf is in requirements.txt")
 
 from specrag.tune import gguf_model  # noqa: E402  (needs torch)
 
-
 # -- which heavy answers the draft learns from ------------------------------------------
 
 LEAVE = Chunk(id="c1", doc_id="d1", source="leave.md", text="Employees receive 25 days of paid "

@@ -230,7 +230,8 @@ def test_a_grounded_first_sentence_lets_the_draft_finish(tmp_path):
 
 
 def test_sentences_checked_while_drafting_are_marked_on_the_page(tmp_path):
-    from specrag.ui.chat import Turn, render_turn
+    from specrag.ui.chat import render_turn
+    from specrag.ui.turn import Turn
 
     reply = ("Employees receive 25 days of paid annual leave per year [1]. "
              + " ".join(["Staff"] * 30) + " get forty weeks of sabbatical.")

@@ -203,7 +203,8 @@ def test_train_router_learns_from_recorded_rows_and_replays_the_curve(tmp_path):
 
 def test_the_page_and_the_cli_show_the_route(tmp_path, capsys):
     from specrag.cli.ask import _render, summary
-    from specrag.ui.chat import Turn, render_turn
+    from specrag.ui.chat import render_turn
+    from specrag.ui.turn import Turn
 
     eng, _, _ = engine(tmp_path, "Employees receive 25 days of paid annual leave [1].")
     eng = eng.replace(router=_router(tmp_path, 0.9))

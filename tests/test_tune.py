@@ -286,10 +286,10 @@ def test_the_app_tunes_in_the_background_and_shows_the_report(settings, embedder
 
 
 def test_tune_reports_show_only_collections_the_user_may_read(tmp_path):
+    import yaml
+
     from specrag.tune.report import write
     from specrag.ui.tuning import reports
-
-    import yaml
 
     users = tmp_path / "users.yaml"
     add_user(users, "ana", "viewer", "ana-pw-123456")

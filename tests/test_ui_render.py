@@ -15,8 +15,9 @@ from specrag.settings import Settings as _Settings
 from specrag.testing import FakeGenerator
 from specrag.types import Chunk, Hit
 from specrag.ui import charts, panel
-from specrag.ui.chat import Turn, render_conversation, render_turn
+from specrag.ui.chat import render_conversation, render_turn
 from specrag.ui.session import MAX_TURNS, ChatSession, Engines, Options, follow
+from specrag.ui.turn import Turn
 from tests.support.env import make_settings
 from tests.support.fakes import FakeRetriever, ReverseReranker, WordScorer
 

@@ -40,8 +40,8 @@ import sys
 import time
 from collections import OrderedDict
 
-import numpy as np
 import llama_cpp.llama_cpp as low
+import numpy as np
 from llama_cpp import Llama
 
 POLL_S = 0.01  # how often a prefill asks ``interrupt`` (each ask is a poll of a socket)

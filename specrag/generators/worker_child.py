@@ -23,8 +23,8 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from specrag.generators.confidence import TokenConfidence
 

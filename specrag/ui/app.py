@@ -58,9 +58,9 @@ from specrag.settings import Settings
 from specrag.types import SpecragError, one_line
 from specrag.ui import charts, documents, metrics, panel, search, tuning, viewer
 from specrag.ui.auth import gradio_auth, principal_from_request
-from specrag.ui.chat import Turn
 from specrag.ui.sample import COLLECTION, EASY, HARD, SampleKB, operator
 from specrag.ui.session import ChatSession, Engines, Options, follow, inner_engine, stream
+from specrag.ui.turn import Turn
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 # Answers mostly wait on models (local ones serialise on their own lock, remote ones

@@ -1,107 +1,30 @@
 """Draw one question's engine events as HTML: the draft, its verdict, the heavy answer.
 
-``Turn(question)`` collects the ``StageEvent``s of one question (``turn.apply(event)``)
-and ``render_turn(turn)`` draws it as it stands: the draft streams marked "draft ·
-verifying"; the verdict adds the grounding score against its threshold, whether the
-draft answers the question (when the acceptance model is on) and one row per draft sentence, coloured supported / unsupported, whose supporting chunk shows on hover
-(``title``) and on expand (``<details>``); an accepted draft is marked accepted; on
-rejection the heavy answer streams in a second column beside the draft and is marked as
-the answer, with its own verdict (supported by the documents, or not). Citations (source, page, chunk text) and a timing/cost line come with the
-``final`` event. Each citation and each sentence's supporting chunk carries a "view
-source" button (``data-chunk``, ``data-collection``) that ``ui.viewer`` opens. Every document or answer text goes through ``html.escape``: documents
-may contain markup, and none of it may reach the page as markup.
+``render_turn(turn)`` draws one question's ``Turn`` (``ui.turn``: its events folded) as
+it stands: the draft streams marked "draft · verifying"; the verdict adds the grounding
+score against its threshold, whether the draft answers the question and P(right) against
+its bar (when the acceptance model is on), and one row per draft sentence, coloured
+supported / unsupported, whose supporting chunk shows on hover (``title``) and on expand
+(``<details>``); an accepted draft is marked accepted; on rejection the heavy answer
+streams in a second column beside the draft and is marked as the answer, with its own
+verdict (supported by the documents, or not). Citations (source, page, chunk text) and a
+timing/cost line come with the ``final`` event. Each citation and each sentence's
+supporting chunk carries a "view source" button (``data-chunk``, ``data-collection``)
+that ``ui.viewer`` opens. Every document or answer text goes through ``html.escape``:
+documents may contain markup, and none of it may reach the page as markup.
 
-Pure functions and a small record: no Gradio, no engine calls, no decisions the engine
-makes (tier, acceptance, citations all come from its events).
+Pure functions: no Gradio, no engine calls, no decisions the engine makes (tier,
+acceptance, citations all come from its events).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from html import escape
 
 from specrag.grounding.text import CITATION
 from specrag.pipeline.summary import cost_parts, timing_parts
-
-
-@dataclass
-class Turn:
-    question: str
-    draft: str = ""
-    heavy: str = ""
-    hits: tuple = ()
-    verdict: object = None
-    heavy_verdict: object = None  # the heavy answer checked against its chunks
-    escalated: bool = False  # rerank_done seen: the heavy tier is answering
-    draft_model: str = ""
-    heavy_model: str = ""
-    answer: object = None
-    error: str = ""
-    draft_error: str = ""  # the draft's generation failed; the heavy tier answers
-    note: str = ""  # shown while nothing has arrived yet (e.g. "loading models")
-    route: object = None  # the router's decision (``routed`` policy)
-    checked: list = field(default_factory=list)  # (sentence, passed) verified while drafting
-    searched_for: str = ""  # a follow-up's standalone rewrite
-    _seen: set = field(default_factory=set)  # event kinds so far
-
-    def apply(self, ev) -> "Turn":
-        self._seen.add(ev.kind)
-        if ev.kind == "rewritten":
-            self.searched_for = ev.text
-            self.note = f"searched for: {ev.text} · retrieving passages…"
-        elif ev.kind == "retrieved":
-            self.hits = ev.hits
-            self.note = f"{len(ev.hits)} passages retrieved · generating…"
-        elif ev.kind == "routed":
-            self.route = ev.route
-            self.note = f"{len(self.hits)} passages retrieved · {ev.route.label} · generating…"
-        elif ev.kind == "draft_token":
-            self.draft += ev.text
-        elif ev.kind == "sentence_checked":
-            self.checked.append((ev.text, ev.verdict.sentences[0].score >= ev.verdict.threshold))
-        elif ev.kind == "draft_done":
-            self.draft = ev.draft.text
-            self.draft_model = getattr(ev.draft.usage, "model", "") if ev.draft.usage else ""
-        elif ev.kind == "draft_failed":
-            self.draft_error, self.escalated = ev.text, True
-        elif ev.kind == "verdict":
-            self.verdict = ev.verdict
-        elif ev.kind == "rerank_done":
-            self.escalated = True
-        elif ev.kind == "heavy_token":
-            self.escalated = True
-            self.heavy += ev.text
-        elif ev.kind == "heavy_done":
-            self.heavy = ev.heavy.text
-            self.heavy_model = getattr(ev.heavy.usage, "model", "") if ev.heavy.usage else ""
-        elif ev.kind == "heavy_verdict":
-            self.heavy_verdict = ev.verdict
-        elif ev.kind == "final":
-            self.answer = ev.answer
-            self.verdict = ev.answer.verdict or self.verdict
-            self.heavy_verdict = ev.answer.heavy_verdict or self.heavy_verdict
-        return self
-
-    @property
-    def stage(self) -> str:
-        """What the page shows now (also ``data-state`` for tests and styling)."""
-        if self.error:
-            return "error"
-        if self.answer is not None:
-            a = self.answer
-            if a.tier == "heavy":
-                return "replaced" if a.draft is not None else "heavy"
-            return "accepted" if a.accepted else ("unverified" if a.verdict else "empty")
-        if self.escalated:
-            return "escalating"
-        if self.verdict is not None:
-            if getattr(self.verdict, "abstained", False):
-                return "abstained"  # the engine may still escalate: not "accepted" yet
-            return "accepted" if self.verdict.accepted else "rejected"
-        if "draft_done" in self._seen:
-            return "verifying"
-        return "drafting" if self.draft else "retrieving"
+from specrag.ui.turn import Turn
 
 
 # -- pieces ---------------------------------------------------------------------------

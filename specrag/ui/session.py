@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from specrag.pipeline.engine import SpeculativeRAG
 from specrag.pipeline.service import Service
 from specrag.ui import charts
-from specrag.ui.chat import Turn, render_conversation, render_turn
+from specrag.ui.chat import render_conversation, render_turn
+from specrag.ui.turn import Turn
 
 log = logging.getLogger(__name__)
 
