@@ -99,7 +99,7 @@ def test_heavy_answer_shows_whether_the_documents_support_it(tmp_path):
 
 
 def test_verdict_line_shows_grounding_and_answer_relevance(tmp_path):
-    from specrag.grounding.verifier import SentenceVerdict, Verdict
+    from specrag.grounding.verdict import SentenceVerdict, Verdict
 
     turn = Turn("Who designed the tower?")
     turn.verdict = Verdict(0.35, False, 0.9, (SentenceVerdict("The tower is in Lyon.", 0.97, 0),),

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from specrag.grounding.text import claims, split_sentences, strip_citations
-from specrag.grounding.verifier import Verifier, affirmed, is_abstention
+from specrag.grounding.verdict import is_abstention
+from specrag.grounding.verifier import Verifier, affirmed
 from specrag.training.calibrate import choose_threshold, write_threshold
 
 

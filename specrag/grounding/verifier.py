@@ -46,15 +46,15 @@ score 1.0, ``accepted=True`` and ``abstained=True``, so the caller can decide to
 escalate to a stronger model instead of treating it as a grounded answer. An empty
 draft scores 0.
 
-Deliberately not here: the cross-encoder itself (``crossencoder``), what a sentence or
-a citation is (``text``), retrieval and any decision about escalation.
+Deliberately not here: what a verdict holds (``verdict``), the cross-encoder itself
+(``crossencoder``), what a sentence or a citation is (``text``), retrieval and any
+decision about escalation.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -64,77 +64,7 @@ from specrag.grounding.head import GroundingHead
 from specrag.grounding.relevance import relevance_features
 from specrag.grounding.roles import qa_claim
 from specrag.grounding.text import claims, content_words, split_sentences, strip_citations
-
-AGGREGATES = ("min", "mean")
-
-ABSTENTION = re.compile(
-    r"\b(?:(?:the\s+)?(?:documents?|context|sources?|passages?|provided\s+\w+|text)\s+"
-    r"(?:do(?:es)?\s+not|don't|doesn't|did\s+not)\s+(?:say|mention|specify|state|contain|"
-    r"provide|include|address|cover)"
-    r"|(?:no|not\s+enough)\s+information\s+(?:about|on|in|is|was|regarding)"
-    r"|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|covered|given)\s+in\s+the"
-    r"|I\s+(?:could\s+not|couldn't|cannot|can't|was\s+unable\s+to)\s+find"
-    r"|I\s+(?:do\s+not|don't)\s+know)\b", re.I)
-
-
-def is_abstention(sentence: str) -> bool:
-    return bool(ABSTENTION.search(sentence))
-
-
-@dataclass(frozen=True)
-class SentenceVerdict:
-    sentence: str
-    score: float  # max over chunks of P(supported); 1.0 for an abstention
-    best_chunk: int | None = None  # index into the chunks given to ``verify``
-    abstention: bool = False
-
-
-@dataclass(frozen=True)
-class Verdict:
-    score: float
-    accepted: bool
-    threshold: float
-    sentences: tuple[SentenceVerdict, ...] = field(default_factory=tuple)
-    aggregate: str = "min"
-    abstained: bool = False  # every sentence was an honest "the documents do not say"
-    grounded: float | None = None  # the sentences' aggregate; ``score`` when no relevance
-    relevance: float | None = None  # P(it answers the question); None: not asked
-    signals: dict = field(default_factory=dict)  # the relevance signals, for display
-    supported: bool | None = None  # grounded >= verify.supported_threshold
-    answer_threshold: float | None = None  # the bar on P(right) when relevance was asked
-
-    @property
-    def grounding(self) -> float:
-        """The grounded score (``score`` for a verdict made without one)."""
-        return self.score if self.grounded is None else self.grounded
-
-    @property
-    def label(self) -> str:
-        """What a user reads: "grounded 0.97 · answers the question 0.41"."""
-        text = f"grounded {self.grounding:.2f}"
-        return text if self.relevance is None else f"{text} · answers the question {self.relevance:.2f}"
-
-    def to_dict(self, chunks: list[str] | None = None) -> dict:
-        rows = []
-        for s in self.sentences:
-            row = {"sentence": s.sentence, "score": round(s.score, 4), "best_chunk": s.best_chunk,
-                   "abstention": s.abstention}
-            if chunks is not None and s.best_chunk is not None:
-                row["best_chunk_text"] = chunks[s.best_chunk]
-            rows.append(row)
-        return {"score": round(self.score, 4), "accepted": self.accepted,
-                "threshold": self.threshold, "aggregate": self.aggregate,
-                "abstained": self.abstained, "answer_threshold": self.answer_threshold,
-                "grounded": None if self.grounded is None else round(self.grounded, 4),
-                "relevance": None if self.relevance is None else round(self.relevance, 4),
-                "signals": {k: round(v, 4) for k, v in self.signals.items()},
-                "supported": self.supported, "sentences": rows}
-
-
-def aggregate(scores: list[float], how: str = "min") -> float:
-    if how not in AGGREGATES:
-        raise ValueError(f"aggregate must be one of {AGGREGATES}, got '{how}'")
-    return float(min(scores) if how == "min" else np.mean(scores))
+from specrag.grounding.verdict import AGGREGATES, SentenceVerdict, Verdict, aggregate, is_abstention
 
 
 def prefilter(sentence: str, chunk_words: list[set[str]], k: int) -> list[int]:

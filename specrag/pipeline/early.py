@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 
 from specrag.grounding.text import claims
-from specrag.grounding.verifier import is_abstention
+from specrag.grounding.verdict import is_abstention
 
 
 class SentenceWatch:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specrag.generators.base import Usage
-from specrag.grounding.verifier import SentenceVerdict, Verdict
+from specrag.grounding.verdict import SentenceVerdict, Verdict
 from specrag.routing.router import Route
 from specrag.types import Chunk, Hit
 
