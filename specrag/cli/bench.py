@@ -1,13 +1,13 @@
 """``specrag bench ...``: every benchmark's command line, one subcommand each.
 
-``retrieval`` (int8 vs fp32 embedder), ``e2e`` (speed/cost/quality per policy),
-``report`` and ``reverify`` (a finished e2e run re-rendered or re-verified), ``chaos``
-(faults and concurrent sessions), ``verifier`` and ``reranker`` (the cross-encoders),
-``llm-speed`` (a GGUF's first token and decode speed), ``concurrency`` (what a second
-user waits), ``policy-timing`` (stage timings per policy), ``warm-states`` (first
-questions with and without warmed draft prompts) and ``ingest`` (parse and chunk
-seconds per MB by format and size) and ``followups`` (second-turn recall with and
-without the follow-up rewrite).
+This module makes the ``bench`` command and the benchmarks of parts and speed:
+``retrieval`` (int8 vs fp32 embedder, dense vs hybrid), ``chaos`` (faults and
+concurrent sessions), ``verifier`` and ``reranker`` (the cross-encoders), ``llm-speed``
+(a GGUF's first token and decode speed), ``concurrency`` (what a second user waits),
+``policy-timing`` (stage timings per policy), ``warm-states`` (first questions with and
+without warmed draft prompts) and ``ingest`` (parse and chunk seconds per MB by format
+and size). The benchmarks of answers (``e2e``, ``report``, ``reverify``, ``prompts``,
+``followups``) hang under it from ``cli.bench_answers``.
 
 Deliberately not here: the benchmarks themselves (``specrag.bench.*``, plain functions
 with explicit arguments); this module parses arguments, calls them and prints.
@@ -28,7 +28,10 @@ def _progress(args) -> bool:
 def add_parsers(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
+    from specrag.cli import bench_answers
     from specrag.datasets import DATASETS
+
+    bench_answers.add_parsers(bsub)
 
     p = bsub.add_parser("retrieval", help="int8 vs fp32 and dense vs hybrid: throughput, "
                                           "recall@k, latency")
@@ -45,36 +48,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_retrieval)
 
-    p = bsub.add_parser("e2e", help="speed/cost/quality of every policy on a QA set")
-    p.add_argument("--dataset", default="halueval-qa",
-                   help="halueval-qa, squad, counterfactual-squad, or a .jsonl file of your own "
-                        "(needs --corpus); several, comma-separated: one run per slice in "
-                        "OUT/SLICE and slices.md with each slice and all of them pooled")
-    p.add_argument("--slices", action="store_true",
-                   help="the three slices: squad,halueval-qa,counterfactual-squad")
-    p.add_argument("--corpus", help="folder of documents for a .jsonl dataset")
-    p.add_argument("--n", type=int, default=100)
-    p.add_argument("--policies", default="heavy-only,draft-only,lazy,eager,routed")
-    p.add_argument("--heavy", default="local",
-                   help="local, anthropic, or a generation spec such as openai:MODEL")
-    p.add_argument("--max-passages", type=int, default=None,
-                   help="cap the corpus (gold passages are always kept)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="output folder (resumes a run found there)")
-    p.add_argument("--prompt-cache", action="store_true",
-                   help="keep llama.cpp's prompt-prefix cache as served (one policy only: "
-                        "another policy would reuse the same question's prompt)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_e2e)
-
-    p = bsub.add_parser("prompts", help="prompt tokens vs gold answer kept, per draft/heavy "
-                                        "prompt size (retrieval and rerank only, no generation)")
-    p.add_argument("--dataset", default="squad", help="halueval-qa, squad or counterfactual-squad")
-    p.add_argument("--n", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="results folder (prompts.json, prompts.md)")
-    p.set_defaults(func=cmd_prompts)
-
     p = bsub.add_parser("ingest", help="parse + chunk seconds per MB from 100 KB to 10 MB "
                                        "per format, and the hostile documents")
     p.add_argument("--sizes", default="0.1,1,10", help="document sizes in MB of text")
@@ -82,23 +55,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--no-hostile", action="store_true", help="skip the hostile documents")
     p.add_argument("--out", default=None, help="results folder (ingest.json, ingest.md)")
     p.set_defaults(func=cmd_ingest)
-
-    p = bsub.add_parser("followups", help="second-turn retrieval recall with and without the "
-                                          "follow-up rewrite (handbook + HaluEval-QA split)")
-    p.add_argument("--n", type=int, default=40, help="HaluEval-QA questions split in two turns")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="results folder (followups.json, followups.md)")
-    p.set_defaults(func=cmd_followups)
-
-    p = bsub.add_parser("report", help="re-render e2e.md and e2e.html from an e2e.json")
-    p.add_argument("run_json")
-    p.set_defaults(func=cmd_report)
-
-    p = bsub.add_parser("reverify", help="re-verify an e2e run's drafts with the current "
-                        "verifier and threshold (no generation) and replay lazy")
-    p.add_argument("run_dir", help="an e2e output folder (rows.jsonl and data/)")
-    p.add_argument("--out", default=None, help="where reverify.md/json go (default: run_dir)")
-    p.set_defaults(func=cmd_reverify)
 
     p = bsub.add_parser("chaos", help="answers under injected heavy-tier faults and "
                                       "concurrent app sessions")
@@ -177,25 +133,6 @@ def cmd_retrieval(args, settings) -> int:
     return 0
 
 
-def cmd_prompts(args, settings) -> int:
-    from specrag.bench import prompts
-
-    out = Path(args.out or settings.data_path / "bench" / "prompts")
-    result = prompts.run(settings, args.dataset, args.n, str(out), args.seed)
-    (out / "prompts.json").write_text(json.dumps(result, indent=1))
-    (out / "prompts.md").write_text(prompts.to_markdown(result))
-    print(prompts.to_markdown(result))
-    return 0
-
-
-def cmd_followups(args, settings) -> int:
-    from specrag.bench import followups
-
-    result = followups.run(settings, n=args.n, seed=args.seed, out_dir=args.out)
-    print(followups.to_markdown(result))
-    return 0
-
-
 def cmd_ingest(args, settings) -> int:
     from specrag.bench import ingest_scaling
 
@@ -209,50 +146,6 @@ def cmd_ingest(args, settings) -> int:
     (out / "ingest.json").write_text(json.dumps(result, indent=1))
     (out / "ingest.md").write_text(ingest_scaling.to_markdown(result))
     print(ingest_scaling.to_markdown(result))
-    return 0
-
-
-def cmd_e2e(args, settings) -> int:
-    from specrag.bench import e2e, e2e_report, slices
-
-    names = list(slices.SLICES) if args.slices else args.dataset.split(",")
-    if len(names) > 1:
-        out = Path(args.out or settings.data_path / "bench" / "e2e")
-        runs = {name: e2e.run(settings, name, n=args.n, policies=tuple(args.policies.split(",")),
-                              out_dir=str(out / name), seed=args.seed, heavy=args.heavy,
-                              max_passages=args.max_passages) for name in names}
-        summaries = slices.combined({k: r["rows"] for k, r in runs.items()},
-                                    {"n": args.n, "slices": names})
-        (out / "slices.json").write_text(json.dumps(
-            {k: {kk: vv for kk, vv in v.items() if kk != "rows"} for k, v in summaries.items()},
-            indent=1))
-        (out / "slices.md").write_text(slices.to_markdown(summaries))
-        (out / "slices.html").write_text(slices.to_html(summaries))
-        print(slices.to_markdown(summaries))
-        return 0
-    result = e2e.run(settings, args.dataset, n=args.n, policies=tuple(args.policies.split(",")),
-                     out_dir=args.out, seed=args.seed, corpus=args.corpus, heavy=args.heavy,
-                     max_passages=args.max_passages, prompt_cache=args.prompt_cache)
-    if args.json:
-        print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
-    else:
-        print(e2e_report.to_markdown(result))
-    return 0
-
-
-def cmd_report(args, _settings) -> int:
-    from specrag.bench import e2e_report
-
-    out = e2e_report.render(args.run_json)
-    print(f"wrote {out / 'e2e.md'} and {out / 'e2e.html'}")
-    return 0
-
-
-def cmd_reverify(args, settings) -> int:
-    from specrag.bench import reverify
-
-    result = reverify.run(args.run_dir, settings, out=args.out, progress=True)
-    print(reverify.to_markdown(result))
     return 0
 
 
