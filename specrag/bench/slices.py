@@ -32,7 +32,10 @@ SLICE_KIND = {"squad": "single-hop", "halueval-qa": "multi-hop",
               "counterfactual-squad": "counterfactual"}
 
 
-def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: int = 0) -> QADataset:
+def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: int = 0,
+                              embedder=None) -> QADataset:
+    """``embedder``: the one that ranks same-kind names (the settings' own, loaded here when
+    None; a caller that has it loaded already passes it)."""
     from specrag.retrieval.embedder import Embedder
     from specrag.training.answer_kinds import for_items
     from specrag.training.data import split_of
@@ -47,7 +50,7 @@ def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: in
         if a:
             found.append((p.id, p.text, it.question, a, it))
     pools = answer_pools([f[:4] for f in found])
-    like = for_items([f[:4] for f in found], Embedder(settings).warm_up())
+    like = for_items([f[:4] for f in found], embedder or Embedder(settings).warm_up())
     rng = random.Random(seed)
     swapped: dict[str, Passage] = {}
     items: list[QAItem] = []

@@ -51,14 +51,14 @@ HINT = ("\nThe correct answer is: {gold}. Reply with one short sentence that giv
 _LEAK = re.compile(r"\b(hint|told|correct answer)\b", re.I)
 
 
-def bench_items(settings: Settings) -> tuple[set[str], set[str]]:
+def bench_items(settings: Settings, embedder=None) -> tuple[set[str], set[str]]:
     """(item ids, passage ids) the e2e benchmark may ask about: kept out of training."""
     from specrag.bench.slices import load_counterfactual_squad
     from specrag.datasets import load_halueval_qa
 
     ids, pids = set(), set()
     full = {"halueval-qa": load_halueval_qa(settings).items, "squad": load_squad(settings).items,
-            "counterfactual-squad": load_counterfactual_squad(settings).items}
+            "counterfactual-squad": load_counterfactual_squad(settings, embedder=embedder).items}
     for items in full.values():
         for n in BENCH_N:
             for it in _sample(items, n, 0):
@@ -80,7 +80,8 @@ def training_items(settings: Settings, n_halueval: int, n_squad: int, n_counter:
     from specrag.training.data import split_of
     from specrag.training.swaps import answer_pools, whole
 
-    ids, pids = bench_items(settings)
+    embedder = Embedder(settings).warm_up()  # one load: the slice's swaps and ours
+    ids, pids = bench_items(settings, embedder)
     rng = random.Random(seed)
 
     def pool(items, need_train_split: bool):
@@ -95,7 +96,7 @@ def training_items(settings: Settings, n_halueval: int, n_squad: int, n_counter:
     found = [(it.gold_passage_id, texts[it.gold_passage_id], it.question, a) for it in ds.items
              for a in it.answers[:1] if re.search(whole(a), texts[it.gold_passage_id])]
     pools = answer_pools(found)
-    like = for_items(found, Embedder(settings).warm_up())  # swaps of the same kind, as the slice's
+    like = for_items(found, embedder)  # swaps of the same kind, as the slice's
     squad = pool(ds.items, True)
     # one counterfactual per paragraph, on paragraphs no plain SQuAD training item reads
     counter, seen = [], set()
