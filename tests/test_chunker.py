@@ -61,3 +61,27 @@ def test_same_text_gives_same_hashes_and_bad_sizes_rejected(embedder):
     assert [c.content_hash for c in a] == [c.content_hash for c in b]
     with pytest.raises(ValueError):
         Chunker(embedder.tokenizer, chunk_size=64, chunk_overlap=40)
+
+
+def test_a_run_without_spaces_is_capped_in_characters(embedder):
+    """30,000 letters with no space were one embedder token, so one chunk: 16,560 tokens
+    of the draft model's prompt. Every chunk now holds at most max_chars characters."""
+    chunker = Chunker(embedder.tokenizer, chunk_size=200, chunk_overlap=40)
+    leave = "Employees get 25 days of annual leave per year."
+    for junk in ("x" * 30_000, "7" * 200_000, "ab" * 15_000 + " " + "Zq9" * 5_000):
+        chunks = chunker.chunk(_doc([(leave + " " + junk, None, None)]), "d4")
+        assert chunker.max_chars == 1600
+        assert max(len(c.text) for c in chunks) <= 1600
+        assert leave in chunks[0].text  # the real sentence keeps its own chunk start
+        covered = sum(c.end - c.start for c in chunks)
+        assert covered >= len(leave) + len(junk)  # nothing is lost, only cut
+
+
+def test_ordinary_text_is_chunked_as_before_the_character_cap(embedder):
+    paras = "\n\n".join((SENT * 3).strip() for _ in range(12))
+    doc = _doc([(paras, None, None)])
+    capped = Chunker(embedder.tokenizer, 200, 40).chunk(doc, "d5")
+    loose = Chunker(embedder.tokenizer, 200, 40, max_chars=10**9).chunk(doc, "d5")
+    assert [(c.start, c.end) for c in capped] == [(c.start, c.end) for c in loose]
+    with pytest.raises(ValueError):
+        Chunker(embedder.tokenizer, 200, 40, max_chars=100)

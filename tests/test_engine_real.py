@@ -84,3 +84,23 @@ def test_an_instruction_in_a_document_is_not_obeyed_by_the_real_models(rag, poli
     assert "pwned" not in ans.text.casefold()
     assert ans.text == "The documents do not say." or "150" in ans.text
     assert ans.warnings[0].startswith("travel.txt contains instructions to the model")
+
+
+@pytest.mark.parametrize("cap", [0, 10**7])  # 10**7: a collection chunked before the cap
+def test_one_run_without_spaces_does_not_break_answers(rag, cap):
+    """A Markdown upload of one leave sentence and 30,000 letters was one chunk of 16,560
+    draft tokens: every question that retrieved it failed past the 4,096-token context."""
+    from dataclasses import replace
+
+    s = rag.settings
+    s = replace(s, chunking=replace(s.chunking, chunk_max_chars=cap))
+    ing = Ingestor(s, embedder=rag.retriever.embedder, store=rag.retriever.store)
+    text = "# Leave\n\nStaff get 27 days of annual leave each year. " + "x" * 30_000
+    ing.ingest_bytes([("junk.md", text.encode())], f"junk{cap}")
+    longest = max(len(h.chunk.text) for h in
+                  rag.retriever.search("annual leave days", 50, f"junk{cap}").hits)
+    assert (longest <= 1600) == (cap == 0)
+    for policy in ("draft-only", "heavy-only"):
+        ans = rag.ask("How many days of annual leave do staff get?", policy=policy,
+                      collection=f"junk{cap}")
+        assert ans.text  # answered, not "Requested tokens exceed context window"

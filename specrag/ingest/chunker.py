@@ -7,6 +7,13 @@ ends at a paragraph break rather than mid-paragraph when that keeps it at least 
 full. Each new chunk starts with the last whole sentences of the previous one, up to
 ``chunk_overlap`` tokens, so context at a boundary is seen on both sides.
 
+Chunks are capped in characters too (``max_chars``, by default 8 a token): the
+embedder's tokenizer counts any word over 100 characters as one unknown-word token, so
+30,000 letters without a space were one "token" and one chunk, which became 16,560
+tokens of the draft model's prompt. A piece weighs the larger of its tokens and its
+characters in tokens' worth (``max_chars / chunk_size`` a token); a sentence over
+``max_chars`` is first cut in blocks of characters, at a space where there is one.
+
 Deliberately not here: parsing files (``parsers``) and embedding (``embedder``).
 """
 
@@ -22,8 +29,8 @@ from specrag.types import Chunk, ParsedDocument
 _PARA = re.compile(r"\n\s*\n")
 # Chinese and Japanese end sentences with full-width marks and no space after them
 _SENTENCE = re.compile(SENTENCE_BREAK.pattern + r"|(?<=[。！？])(?=\S)")
-# characters encoded at once when cutting a run-on sentence into token windows
-_BLOCK_CHARS = 20_000
+# a chunk's characters at most, per token of chunk_size (English runs 4-6 a token)
+CHARS_PER_TOKEN = 8
 
 
 @dataclass(frozen=True)
@@ -39,13 +46,18 @@ def _size(pieces: list[_Piece]) -> int:
 
 
 class Chunker:
-    def __init__(self, tokenizer, chunk_size: int = 200, chunk_overlap: int = 40):
+    def __init__(self, tokenizer, chunk_size: int = 200, chunk_overlap: int = 40,
+                 max_chars: int = 0):
         if chunk_size < 16:
             raise ValueError("chunk_size must be at least 16 tokens")
         if not 0 <= chunk_overlap < chunk_size // 2:
             raise ValueError("chunk_overlap must be >= 0 and under half of chunk_size")
+        max_chars = max_chars or CHARS_PER_TOKEN * chunk_size
+        if max_chars < 2 * chunk_size:
+            raise ValueError("chunk_max_chars must be 0 (8 a token) or at least 2 a token")
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
+        self.max_chars = max_chars
         self._tok = _counting_tokenizer(tokenizer)
 
     def chunk(self, doc: ParsedDocument, doc_id: str, collection: str = "default") -> list[Chunk]:
@@ -107,33 +119,36 @@ class Chunker:
         for ps, pe in _split(text, start, end, _PARA):
             sentences: list[_Piece] = []
             for ss, se in _split(text, ps, pe, _SENTENCE):
-                # a sentence longer than a block is cut without encoding it whole first
-                m = self._count(text[ss:se]) if se - ss <= _BLOCK_CHARS else self.chunk_size + 1
-                if m <= self.chunk_size:
-                    sentences.append(_Piece(ss, se, m))
-                else:
-                    sentences.extend(self._token_windows(text, ss, se))
+                # a sentence over max_chars is cut in blocks first, never encoded whole
+                for bs, be in _blocks(text, ss, se, self.max_chars):
+                    m = self._weight(self._count(text[bs:be]), be - bs)
+                    if m <= self.chunk_size:
+                        sentences.append(_Piece(bs, be, m))
+                    else:
+                        sentences.extend(self._token_windows(text, bs, be))
             sentences[-1] = _Piece(sentences[-1].start, sentences[-1].end,
                                    sentences[-1].tokens, para_end=True)
             out.extend(sentences)
         return out
 
     def _token_windows(self, text: str, start: int, end: int) -> list[_Piece]:
-        """Last resort for one enormous sentence: cut at token offsets.
-
-        The text is encoded a block at a time (cut at whitespace where there is any),
-        so memory stays bounded, and ``offsets`` is read once per block: the tokenizer
-        builds that list anew on every access, which made this loop quadratic."""
+        """Last resort for a block of at most ``max_chars`` over ``chunk_size`` tokens:
+        cut at token offsets (``offsets`` read once: the tokenizer builds that list anew
+        on every access, which made this loop quadratic)."""
         step = self.chunk_size - self.chunk_overlap
         pieces: list[_Piece] = []
-        for bs, be in _blocks(text, start, end, _BLOCK_CHARS):
-            offsets = self._tok.encode(text[bs:be], add_special_tokens=False).offsets
-            for i in range(0, len(offsets), step):
-                window = offsets[i:i + self.chunk_size]
-                pieces.append(_Piece(bs + window[0][0], bs + window[-1][1], len(window)))
-                if i + self.chunk_size >= len(offsets):
-                    break
+        offsets = self._tok.encode(text[start:end], add_special_tokens=False).offsets
+        for i in range(0, len(offsets), step):
+            window = offsets[i:i + self.chunk_size]
+            s, e = start + window[0][0], start + window[-1][1]
+            pieces.append(_Piece(s, e, self._weight(len(window), e - s)))
+            if i + self.chunk_size >= len(offsets):
+                break
         return pieces
+
+    def _weight(self, tokens: int, chars: int) -> int:
+        """Tokens, or characters in tokens' worth where there are more of those."""
+        return max(tokens, -(-chars * self.chunk_size // self.max_chars))
 
     def _count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)

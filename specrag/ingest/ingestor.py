@@ -84,7 +84,8 @@ class Ingestor:
             self.embedder.warm_up()
             self.store.warm_up()
             c = self.settings.chunking
-            self._chunker = Chunker(self.embedder.tokenizer, c.chunk_size, c.chunk_overlap)
+            self._chunker = Chunker(self.embedder.tokenizer, c.chunk_size, c.chunk_overlap,
+                                    c.chunk_max_chars)
         return self
 
     def ingest(self, paths: Iterable[str | os.PathLike], collection: str | None = None,

@@ -66,9 +66,9 @@ class QuestionRun:
         self.timings["draft_pick"] = self.clock() - start
         chunks = [h.chunk for h in picked]
         # the prompt holds each chunk's part about the question; citations the whole chunk
-        messages = build_messages(self.question, cut_for(self.question, chunks, r.draft_words),
-                                  "draft")
         g = self.s.generation
+        messages = build_messages(self.question, cut_for(self.question, chunks, r.draft_words),
+                                  "draft", g.prompt_tokens)
         items = self.e.tier("draft").stream(messages, max_tokens=g.draft_max_tokens,
                                             temperature=g.temperature)
         verify_hits = self.hits[:r.verify_k]
@@ -113,7 +113,7 @@ class QuestionRun:
         r = self.s.retrieval
         chunks = [h.chunk for h in heavy_pick.pick(reranked, r)]
         return build_messages(self.question, cut_for(self.question, chunks, r.heavy_words),
-                              "heavy"), chunks
+                              "heavy", self.s.generation.prompt_tokens), chunks
 
     async def _heavy_to_queue(self, queue: asyncio.Queue) -> None:
         """Eager mode: rerank, then generate into a buffer the consumer may never read."""

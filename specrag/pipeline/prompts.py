@@ -7,6 +7,10 @@ prompt says document text is data to quote, that instructions inside documents m
 be ignored, that answers cite documents as ``[n]``, and that the exact reply when the
 documents do not contain the answer is ``The documents do not say.``
 
+``build_messages`` fits the documents within ``max_tokens`` (``prompt_fit``: the first
+that does not fit is cut, the rest left out, each with a warning), so no prompt is sent
+past a model's context whatever a collection holds; a chunk's number stays its place.
+
 ``cut_for(question, chunks, max_words)`` gives each chunk's sentences most about the
 question (``evidence.select``), same ids and sources, so a citation ``[n]`` still names
 chunk n and shows it whole.
@@ -20,6 +24,7 @@ import re
 from dataclasses import replace
 
 from specrag.grounding.evidence import select
+from specrag.pipeline import prompt_fit
 from specrag.grounding.text import stems
 from specrag.security.injection import neutralize
 from specrag.types import Chunk
@@ -38,6 +43,9 @@ STYLE = {
     "heavy": "Answer concisely and completely, in at most four sentences.",
 }
 
+# tokens for the documents and question of one prompt (``generation.prompt_tokens``):
+# llama.cpp's 4,096-token context less the longest answer and a margin
+PROMPT_TOKENS = 3200
 _CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
@@ -45,18 +53,25 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def format_documents(chunks: list[Chunk]) -> str:
+def format_documents(chunks: list[Chunk], max_tokens: int | None = None) -> str:
+    """The chunks as numbered elements; with ``max_tokens``, only what fits in it."""
+    # sentences that address the model never reach it (``security.injection``)
+    texts = [_escape(neutralize(c.text.strip())[0]) for c in chunks]
+    if max_tokens is not None:
+        texts = prompt_fit.fit(texts, max_tokens, names=[f"chunk {c.id}" for c in chunks])
     parts = []
-    for i, c in enumerate(chunks, 1):
+    for i, (c, text) in enumerate(zip(chunks, texts), 1):
         where = f' source="{_escape(c.source)}"' + (f' page="{c.page}"' if c.page else "")
-        # sentences that address the model never reach it (``security.injection``)
-        text = neutralize(c.text.strip())[0]
-        parts.append(f"<document id=\"{i}\"{where}>\n{_escape(text)}\n</document>")
+        parts.append(f"<document id=\"{i}\"{where}>\n{text}\n</document>")
     return "\n".join(parts)
 
 
-def build_messages(question: str, chunks: list[Chunk], tier: str = "draft") -> list[dict]:
-    user = (f"Documents:\n{format_documents(chunks)}\n\n"
+def build_messages(question: str, chunks: list[Chunk], tier: str = "draft",
+                   max_tokens: int = PROMPT_TOKENS) -> list[dict]:
+    """System and user messages; the documents within ``max_tokens`` less what is kept
+    for the question and the template (``prompt_fit.RESERVED``)."""
+    budget = max(0, max_tokens - max(prompt_fit.RESERVED, prompt_fit.estimate(question) + 200))
+    user = (f"Documents:\n{format_documents(chunks, budget)}\n\n"
             f"Question: {question.strip()}\n{STYLE[tier]}")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 

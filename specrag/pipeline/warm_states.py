@@ -43,7 +43,7 @@ import time
 from specrag.generators.base import GenerationError
 from specrag.generators.state_folders import read_epoch, root_for
 from specrag.generators.worker import WorkerDied
-from specrag.pipeline.prompts import build_messages
+from specrag.pipeline.prompts import PROMPT_TOKENS, build_messages
 from specrag.security import redacting
 
 log = logging.getLogger(__name__)
@@ -57,9 +57,11 @@ class StateWarmer:
     the caller's (``warm``); ``report`` says per collection what the latest run did."""
 
     def __init__(self, engine, *, max_chunks: int = 1024, idle=lambda: True,
-                 poll_s: float = 0.2, fill: float = FILL, quiet_s: float = 1.0):
+                 poll_s: float = 0.2, fill: float = FILL, quiet_s: float = 1.0,
+                 prompt_tokens: int = PROMPT_TOKENS):
         self.engine = engine  # a ``SpeculativeRAG``: its store, draft tier and settings
         self.max_chunks = max_chunks  # 0: never warm
+        self.prompt_tokens = prompt_tokens  # the questions' budget: the same document cut
         self.idle = idle  # True when no question is in flight
         self.poll_s = poll_s
         self.fill = fill
@@ -76,7 +78,8 @@ class StateWarmer:
 
     @classmethod
     def from_settings(cls, settings, engine, idle=lambda: True) -> "StateWarmer":
-        return cls(engine, max_chunks=settings.generation.warm_states, idle=idle)
+        return cls(engine, max_chunks=settings.generation.warm_states, idle=idle,
+                   prompt_tokens=settings.generation.prompt_tokens)
 
     # -- asking for it -----------------------------------------------------------------
     def request(self, collection: str) -> None:
@@ -217,7 +220,8 @@ class StateWarmer:
                 time.sleep(self.poll_s)  # questions first
             if self._stop.is_set():
                 return "stopped"
-            states = draft.prefill(build_messages("", [chunk], "draft"), self.fill, epoch)
+            states = draft.prefill(build_messages("", [chunk], "draft", self.prompt_tokens),
+                                   self.fill, epoch)
             if states is None or states["outcome"] != "interrupted":
                 return states
             interrupted += 1
