@@ -52,6 +52,9 @@ class EmbedderSettings:
 class ChunkingSettings:
     chunk_size: int = 200  # tokens of the embedder's tokenizer
     chunk_overlap: int = 40
+    # a chunk's characters at most (0: 8 a token of chunk_size): a long run without spaces
+    # is one embedder token but thousands of the models' (``ingest.chunker``)
+    chunk_max_chars: int = 0
     max_file_mb: float = 50.0
     # a few kilobytes can expand to millions of characters (``ingest.limits``)
     max_chars: int = 10_000_000
@@ -125,6 +128,9 @@ class GenerationSettings:
     eager_heavy_local: bool = False  # and then each local model takes half the cores
     draft_max_tokens: int = 96
     heavy_max_tokens: int = 256
+    # documents and question of one prompt, at most (estimated, ``pipeline.prompt_fit``):
+    # within llama.cpp's n_ctx 4096 less the answer; raise both together for longer prompts
+    prompt_tokens: int = 3200
     temperature: float = 0.0
     openai_base_url: str = "http://127.0.0.1:8000/v1"
     openai_api_key_env: str = "OPENAI_API_KEY"
@@ -190,6 +196,9 @@ class SecuritySettings:
     key_env: str = "SPECRAG_ENCRYPTION_KEY"  # name of the env var holding the key (base64)
     key_file: str = ""  # or a file holding it (mode 600)
     max_question_chars: int = 2000
+    # a request's headers, then its body, must arrive within this long (s; 0: no limit):
+    # a client that stalls half-way is cut off (``specrag.api.body``, ``api.server``)
+    read_timeout_s: float = 30.0
 
 
 @dataclass(frozen=True)

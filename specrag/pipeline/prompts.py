@@ -24,8 +24,8 @@ import re
 from dataclasses import replace
 
 from specrag.grounding.evidence import select
-from specrag.pipeline import prompt_fit
 from specrag.grounding.text import stems
+from specrag.pipeline import prompt_fit
 from specrag.security.injection import neutralize
 from specrag.types import Chunk
 
