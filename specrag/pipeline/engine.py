@@ -198,7 +198,7 @@ class SpeculativeRAG:
         with self.tracer.question(policy, question) as traced:
             who = access.authorize(self.settings, "read", collection, principal)  # ACL, once
             sanitize.check_question(question or "", self.settings.security.max_question_chars)
-            history = followup.check_history(history)
+            history = followup.check_history(history, self.settings.security.max_question_chars)
             async for event in self._stages(question, policy, collection, source, who, history):
                 traced.see(event)
                 if event.kind == "final" and self.auditor is not None:  # SQLite: off the loop
@@ -222,7 +222,8 @@ class SpeculativeRAG:
         if history:
             rewrite = await followup.rewrite(self.tier("draft"), question, history,
                                              method=s.chat.rewrite, turns=s.chat.history_turns,
-                                             max_tokens=s.chat.rewrite_max_tokens)
+                                             max_tokens=s.chat.rewrite_max_tokens,
+                                             max_chars=s.security.max_question_chars)
             if rewrite.rewritten:  # from here on everything works on the standalone question
                 question = rewrite.standalone
                 timings["rewrite"] = rewrite.ms

@@ -18,7 +18,14 @@ Retrieval, verification and both prompts then use the standalone question; the U
 shows it as "searched for: ...".
 
 ``history`` is a list of ``{"role": "user" | "assistant", "content": str}`` messages,
-oldest first, as the OpenAI chat format has it.
+oldest first, as the OpenAI chat format has it. Every text that reaches retrieval or a
+prompt is bounded by ``max_chars`` (``security.max_question_chars``): a user turn
+longer than that is refused with a clear message (it could not have been asked), only
+the last ``MAX_MESSAGES`` messages are read, an earlier answer is cut, and the
+standalone question of ``"previous"`` keeps the end of the previous question, so a
+follow-up of a follow-up cannot grow the question past the limit. Instructions to the
+model in the carried question are removed (``security.injection``): one typed once
+must not ride along into every later follow-up.
 
 Deliberately not here: remembering conversations (the caller passes them), answering
 from earlier answers (only the documents are evidence), and summarising long chats.
@@ -31,6 +38,7 @@ import time
 from dataclasses import dataclass
 
 from specrag.generators.base import GenerationError, Usage
+from specrag.security.injection import neutralize
 from specrag.types import SpecragError
 
 _REFERS_BACK = re.compile(
@@ -44,6 +52,9 @@ _WEAK = re.compile(r"\b(?:this|that|there|then|one|ones|also|too|more|either|nei
 _SHORT, _VERY_SHORT = 9, 5  # words
 _CONTENT = re.compile(r"[^\W\d_][\w'-]{3,}")
 _ANSWER_WORDS = 60  # of each earlier answer shown to the rewriter: prefill is its cost
+_ANSWER_CHARS = 600  # ... and characters, whatever its words are
+MAX_MESSAGES = 40  # of the conversation, the newest: the rewrite reads a few turns at most
+MAX_CHARS = 2000  # ``security.max_question_chars``' default
 
 SYSTEM = ("Rewrite the user's last question so that it can be understood without the "
           "conversation: replace pronouns and references with the things they refer to. "
@@ -63,8 +74,9 @@ class Rewrite:
         return self.standalone != self.question
 
 
-def check_history(history) -> list[dict]:
-    """The history as a list of messages, or a one-line ``SpecragError`` saying why not."""
+def check_history(history, max_chars: int = MAX_CHARS) -> list[dict]:
+    """The newest ``MAX_MESSAGES`` of the history, each answer cut to ``4 * max_chars``,
+    or a one-line ``SpecragError`` saying why not (a user turn over ``max_chars``)."""
     if history is None:
         return []
     if not isinstance(history, (list, tuple)) or not all(
@@ -72,7 +84,13 @@ def check_history(history) -> list[dict]:
             and isinstance(m.get("content", ""), str) for m in history):
         raise SpecragError("history must be a list of {\"role\": \"user\" or \"assistant\", "
                            "\"content\": text} messages")
-    return [m for m in history if m.get("role") != "system"]
+    kept = [m for m in history if m.get("role") != "system"][-MAX_MESSAGES:]
+    for m in kept:
+        if m["role"] == "user" and len(m.get("content", "")) > max_chars:
+            raise SpecragError(f"a question earlier in the conversation is longer than "
+                               f"{max_chars} characters; start a new conversation")
+    return [dict(m, content=m["content"][:4 * max_chars]) if m["role"] == "assistant"
+            and len(m.get("content", "")) > 4 * max_chars else m for m in kept]
 
 
 def stands_alone(question: str, history: list[dict] | None) -> bool:
@@ -87,7 +105,8 @@ def messages_for(question: str, history: list[dict], turns: int) -> list[dict]:
     lines = []
     for m in _last_turns(history, turns):
         words = str(m.get("content", "")).split()
-        text = " ".join(words[:_ANSWER_WORDS]) + (" ..." if len(words) > _ANSWER_WORDS else "")
+        text = " ".join(words[:_ANSWER_WORDS])[:_ANSWER_CHARS]
+        text += " ..." if len(words) > _ANSWER_WORDS or len(text) == _ANSWER_CHARS else ""
         lines.append(f"{'User' if m.get('role') == 'user' else 'Assistant'}: {text}")
     user = ("Conversation:\n" + "\n".join(lines) + f"\n\nLast question: {question}\n"
             "Rewritten question:")
@@ -98,14 +117,15 @@ METHODS = ("previous", "model", "off")
 
 
 async def rewrite(tier, question: str, history: list[dict] | None, *, method: str = "previous",
-                  turns: int = 3, max_tokens: int = 48) -> Rewrite:
+                  turns: int = 3, max_tokens: int = 48, max_chars: int = MAX_CHARS) -> Rewrite:
+    """``question`` (at most ``max_chars``) as a standalone question of at most ``max_chars``."""
     if method not in METHODS:
         raise SpecragError(f"chat.rewrite must be one of {', '.join(METHODS)}, got '{method}'")
     if method == "off" or stands_alone(question, history):
         return Rewrite(question, question, "alone")
-    previous = _previous_question(history)
+    joined = _joined(_previous_question(history), question, max_chars)
     if method == "previous":
-        return Rewrite(question, f"{previous} {question}".strip(), "previous")
+        return Rewrite(question, joined, "previous")
     t0 = time.perf_counter()
     pieces, usage = [], None
     try:
@@ -118,8 +138,8 @@ async def rewrite(tier, question: str, history: list[dict] | None, *, method: st
     except GenerationError:  # no rewrite is no reason to fail the question
         pieces = []
     reply = _clean("".join(pieces))
-    if not _plausible(reply, question, history):
-        return Rewrite(question, f"{previous} {question}".strip(), "fallback",
+    if len(reply) > max_chars or not _plausible(reply, question, history):
+        return Rewrite(question, joined, "fallback",
                        (time.perf_counter() - t0) * 1000, usage)
     return Rewrite(question, reply, "model", (time.perf_counter() - t0) * 1000, usage)
 
@@ -127,6 +147,18 @@ async def rewrite(tier, question: str, history: list[dict] | None, *, method: st
 def _last_turns(history: list[dict], turns: int) -> list[dict]:
     kept = [m for m in history if m.get("role") in ("user", "assistant") and m.get("content")]
     return kept[-2 * max(1, turns):]
+
+
+def _joined(previous: str, question: str, max_chars: int) -> str:
+    """The previous question, without instructions to the model and cut from its start
+    where needed, then this one: at most ``max_chars`` in all."""
+    previous = " ".join(neutralize(previous)[0].split())
+    room = max_chars - len(question) - 1
+    if room <= 0:
+        previous = ""
+    elif len(previous) > room:  # its end, from the first whole word
+        previous = previous[-room:].partition(" ")[2]
+    return f"{previous} {question}".strip()
 
 
 def _previous_question(history: list[dict]) -> str:
