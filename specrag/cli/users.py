@@ -5,7 +5,9 @@ else asked twice on the terminal) into ``security.users_file``; ``users remove``
 ``users list``, ``users logout NAME`` (ends that user's web sessions in a running app,
 from any process: it raises their session epoch in the file) and ``users keygen`` (a
 new encryption key) complete the set. A new password (``users add`` again) ends the
-old sessions too. ``users key NAME`` prints a new API key for the OpenAI-compatible
+old sessions too; ``--keys`` on ``users logout`` or ``users add`` also revokes every API
+key of the user (keys are separate credentials: without it they survive both). ``users
+key NAME`` prints a new API key for the OpenAI-compatible
 endpoint once (the file keeps its digest); ``--list`` shows their key ids,
 ``--revoke [KEY_ID]`` ends one or all of them. Editing the users file needs write access to it, nothing else: that
 is how the first admin is made.
@@ -26,6 +28,7 @@ import json
 import os
 import sys
 
+from specrag.security import api_keys
 from specrag.security.access import AccessControl, acting_as
 from specrag.security.users import ROLES, add_user, end_sessions, load_directory, remove_user
 from specrag.types import SpecragError
@@ -45,10 +48,12 @@ def add_parsers(sub) -> None:
     add = usub.add_parser("add", help=f"add or update a user (password from ${PASSWORD_ENV})")
     add.add_argument("name")
     add.add_argument("--role", choices=ROLES, required=True)
+    add.add_argument("--keys", action="store_true", help="also revoke all their API keys")
     rm = usub.add_parser("remove", help="remove a user")
     rm.add_argument("name")
     out = usub.add_parser("logout", help="end every web session of a user")
     out.add_argument("name")
+    out.add_argument("--keys", action="store_true", help="also revoke all their API keys")
     usub.add_parser("list", help="users and roles")
     usub.add_parser("keygen", help="print a new random key for security.key_env / key_file")
     key = usub.add_parser("key", help="a new API key for a user (printed once), or --revoke")
@@ -76,8 +81,9 @@ def cmd_users(args, settings) -> int:
         return _api_key(args, path)
     if args.users_command == "add":
         add_user(path, args.name, args.role, _password(f"password for {args.name}: ", twice=True))
-        print(json.dumps({"added": args.name, "role": args.role}) if args.json
-              else f"{args.name} ({args.role}) saved in {path}")
+        revoked = _revoke_keys(args, path)
+        print(json.dumps({"added": args.name, "role": args.role, **revoked}) if args.json
+              else f"{args.name} ({args.role}) saved in {path}" + _revoked_text(revoked))
         return 0
     if args.users_command == "remove":
         ok = remove_user(path, args.name)
@@ -86,9 +92,10 @@ def cmd_users(args, settings) -> int:
         return 0 if ok else 1
     if args.users_command == "logout":
         epoch = end_sessions(path, args.name)
-        print(json.dumps({"logged_out": epoch is not None}) if args.json else
-              (f"ended the sessions of {args.name}" if epoch is not None
-               else f"no user '{args.name}' in {path}"))
+        revoked = _revoke_keys(args, path) if epoch is not None else {}
+        print(json.dumps({"logged_out": epoch is not None, **revoked}) if args.json else
+              (f"ended the sessions of {args.name}" + _revoked_text(revoked)
+               if epoch is not None else f"no user '{args.name}' in {path}"))
         return 0 if epoch is not None else 1
     directory = load_directory(path)
     rows = [{"name": u.name, "role": u.role} for u in directory.users.values()]
@@ -97,10 +104,17 @@ def cmd_users(args, settings) -> int:
     return 0
 
 
+def _revoke_keys(args, path) -> dict:
+    """``--keys``: revoke every API key of ``args.name``; ``{"keys_revoked": n}`` or {}."""
+    return {"keys_revoked": api_keys.revoke(path, args.name)} if args.keys else {}
+
+
+def _revoked_text(revoked: dict) -> str:
+    return f"; revoked {revoked['keys_revoked']} API key(s)" if revoked else ""
+
+
 def _api_key(args, path) -> int:
     """``users key NAME [--revoke [KEY_ID] | --list]``: the endpoint's bearer keys."""
-    from specrag.security import api_keys
-
     if args.list:
         rows = [{"id": k.id, "created": k.created} for k in api_keys.listed(path, args.name)]
         print(json.dumps(rows) if args.json else

@@ -19,7 +19,8 @@ changes, so ``specrag users add`` takes effect in a running app. ``session_epoch
 remember the epoch and the password hash they were opened with (``sessions``), so a new
 epoch or a new password ends them. ``api_keys`` (``specrag users key NAME``) holds the
 SHA-256 digests of the user's API keys for the OpenAI-compatible endpoint, never the
-keys (``api_keys``); a new password or a logout leaves them, ``users key --revoke`` ends them.
+keys (``api_keys``); a new password or a logout leaves them unless given ``--keys``,
+``users key --revoke`` ends them.
 
 Deliberately not here: the decision itself (``access``), login screens and sessions.
 """
