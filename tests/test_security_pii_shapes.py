@@ -54,6 +54,15 @@ SHAPES = [
     ("email", "प्रिया@उदाहरण.भारत", "Write to {} today."),
     ("email", "info@xn--bcher-kva.de", "Write to {} today."),
     ("email", "Maria.Garcia@Example.COM", "Write to {} today."),
+    # issue 47: obfuscated addresses (a bracketed "at" is needed; plain prose is not one)
+    ("email", "jane.doe(at)example(dot)com", "Write to {} today."),
+    ("email", "jane [at] example [dot] com", "Write to {} today."),
+    ("email", "Jane.Doe [AT] mail.example [DOT] org", "Contact: {}."),
+    ("email", "jane(at)example.co.uk", "Write to {} today."),
+    ("email", "jane {at} example {dot} com", "Write to {} today."),
+    # issue 47: zero-padded IPv4
+    ("ip", "192.168.001.010", "Blocked {} at the edge."),
+    ("ip", "010.000.000.001", "Gateway {} is down."),
 ]
 
 
@@ -74,6 +83,9 @@ def test_each_shape_is_found_exactly(kind, value, template):
     "Reference de12 3456 7890 1234 5678 90 fails its check; so does 4111.1111.1111.1112.",
     "Pi is 3.14159265358979 and the old card 5504 0660 1684 3346 was cancelled.",
     "Version 2.3.1 of Visual Studio Code; Google Drive sync; Power BI dashboard.",
+    "Look at example dot com for details; we arrived at noon and left at five.",
+    "Sales at example (dot) com rose; the team met (at) the office to discuss it.",
+    "The gateway runs version 010.020.030.040 since May.",
 ])
 def test_hard_negatives_are_left_alone(text):
     assert detect(text) == []

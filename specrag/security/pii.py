@@ -6,8 +6,11 @@ zero-width characters dropped), so fullwidth digits or a soft hyphen inside a nu
 change nothing. Structured identifiers are matched by shape and then *checked*: card
 numbers (13-19 digits, issuer prefix 2-6, grouped by spaces, dots or dashes, or not at
 all) must pass Luhn; IBANs (any case, spaced or compact) mod-97 with the country's
-length; SSNs the SSA's never-issued rules; IPs ``ipaddress``. Addresses may have
-Unicode local parts and internationalised domains. Phones are decided by shape and
+length; SSNs the SSA's never-issued rules; IPs ``ipaddress`` (IPv4 octets may be
+zero-padded, "192.168.001.010"). Addresses may have Unicode local parts and
+internationalised domains, and may be obfuscated with a bracketed "at" and "dot"
+("jane(at)example(dot)com", "jane [at] example [dot] com"; an unbracketed "jane at example
+dot com" is left alone, as it reads like prose). Phones are decided by shape and
 context (``phones``), names by capitalised runs and context (``name_finder``). Where
 two matches overlap the more specific kind wins (email > IBAN > card > SSN > IP >
 phone > name).
@@ -34,6 +37,14 @@ _ALNUM = rf"(?:[^\W_]|{MARK})"
 _EMAIL = re.compile(rf"(?<![\w.+%-]){_ALNUM}(?:{_ALNUM}|[._%+'-]){{0,63}}@"
                     rf"(?:{_ALNUM}(?:(?:{_ALNUM}|-){{0,61}}{_ALNUM})?\.)+"
                     rf"(?:(?:[^\W\d_]|{MARK}){{2,24}}|xn--[a-z0-9-]{{2,59}})(?![\w-])", re.I)
+# an address written to dodge harvesters: "jane(at)example(dot)com", "jane [at] example
+# [dot] com"; the "at" must be bracketed (or "@"), so "look at example dot com" is prose
+_AT = r"(?:\s*[(\[{<]\s*at\s*[)\]}>]\s*|@)"
+_DOT = r"(?:\s*[(\[{<]\s*dot\s*[)\]}>]\s*|\.)"
+_OBFUSCATED_EMAIL = re.compile(
+    rf"(?<![\w.+%-]){_ALNUM}(?:{_ALNUM}|[._%+'-]){{0,63}}{_AT}"
+    rf"(?:{_ALNUM}(?:(?:{_ALNUM}|-){{0,61}}{_ALNUM})?{_DOT})+"
+    rf"(?:[^\W\d_]|{MARK}){{2,24}}(?![\w-])", re.I)
 _GROUP_START = re.compile(r"(?<![\w+.-])\d")
 _DIGITS = re.compile(r"\d+")
 _IBAN = re.compile(r"(?<![\w])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){10,32}")
@@ -41,8 +52,9 @@ _IBAN_START = re.compile(r"(?<![\w])[A-Za-z]{2}\d{2}")
 _SSN = re.compile(r"(?<![\w-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])"
                   r"|(?<=SSN)[:#\s]*(?!000|666|9\d\d)\d{9}(?!\w)"
                   r"|(?<=[Ss]ocial [Ss]ecurity [Nn]umber)[:#\s]*\d{9}(?!\w)")
-_IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
-                   r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)")
+# an octet may be zero-padded ("192.168.001.010")
+_IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|[01]?\d?\d)\.){3}"
+                   r"(?:25[0-5]|2[0-4]\d|[01]?\d?\d)(?![\w]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
 _VERSION = re.compile(r"(?:version|release|v)\s*\.?\s*$", re.I)
 # IBAN lengths by country (the common ones; others are accepted at 15-34 if mod-97 holds)
@@ -124,7 +136,10 @@ class _Intervals:
 
 
 def _emails(text):
-    return [m.span() for m in _EMAIL.finditer(text)]
+    found = [m.span() for m in _EMAIL.finditer(text)]
+    # the plain ones are the usual case: the obfuscated ones only where a bracket is
+    found += [m.span() for m in _OBFUSCATED_EMAIL.finditer(text) if re.search(r"[(\[{<]", m.group())]
+    return found
 
 
 def _cards(text):
