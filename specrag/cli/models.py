@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from specrag.cli import checker
+
 
 def _progress(args) -> bool:
     return not getattr(args, "json", False) and (sys.stderr.isatty() or "SPECRAG_PROGRESS" in os.environ)
@@ -26,11 +28,13 @@ WITHOUT_HELP = ("leave a data source out, with the sets built from it (repeatabl
 def add_parsers(sub) -> None:
     tr = sub.add_parser("train", help="train the verifier or reranker cross-encoder (CPU), "
                                       "its head, the query router, or the draft's adapter")
-    tr.add_argument("model", choices=("verifier", "reranker", "head", "router", "draft"),
+    tr.add_argument("model", choices=("verifier", "reranker", "head", "router", "draft",
+                                      "checker-data"),
                     help="head: fit the verifier's calibrated head (head.json) on dev pairs; "
                          "router: fit the routed policy's router on `bench e2e` runs; "
                          "draft: the draft model's LoRA adapter on public questions the "
-                         "benchmarks never ask (specrag/models/draft-adapter)")
+                         "benchmarks never ask (specrag/models/draft-adapter); checker-data: "
+                         "labelled drafts for the answer checker, in gzip parts in --out")
     tr.add_argument("runs", nargs="*", help="router: `bench e2e` run folders (draft-only rows; "
                                             "heavy-only rows too for the latency curve)")
     tr.add_argument("--report", help="router: also write router.json/router.md here")
@@ -46,8 +50,9 @@ def add_parsers(sub) -> None:
                          "a GPU has it (auto), or force one")
     tr.add_argument("--without", action="append", default=[], metavar="SOURCE",
                     help="verifier/head/reranker: " + WITHOUT_HELP)
-    tr.add_argument("--work", help="draft: folder for its collections and answers (resumable; "
-                                   "default DATA_DIR/train-draft)")
+    tr.add_argument("--work", help="draft, checker-data: folder for its collections and answers "
+                                   "(resumable; default DATA_DIR/train-draft, checker-data)")
+    checker.add_options(tr)
     tr.add_argument("--json", action="store_true")
     tr.set_defaults(func=cmd_train)
 
@@ -120,6 +125,8 @@ def cmd_train(args, settings) -> int:
         if args.without:  # the router reads `bench e2e` runs, no training data
             raise ValueError("--without does not apply to `train router`")
         return cmd_train_router(args, settings)
+    if args.model == "checker-data":
+        return checker.cmd_checker_data(args, settings)
     if args.model == "draft":
         from specrag.training import draft_train
 
