@@ -17,7 +17,11 @@ For each request it:
 - on ``POST /gradio_api/upload``: binds the files Gradio stored to the caller
   (``UPLOADS``: the session token, or the client address when there are no users)
   before the caller hears their paths, and shreds uploads nobody claimed in time;
-- on ``GET /gradio_api/file=PATH``: answers 404 for an upload that is someone else's.
+- on the routes Gradio serves files from (``FILE_ROUTES``: ``/gradio_api/file=PATH``
+  and its older spelling ``/gradio_api/file/PATH``, any method): answers 404 for an
+  upload that is someone else's. The path is resolved as Gradio resolves it (made
+  absolute against the working directory, then to the real file), so no spelling of
+  it (relative, ``..``, a symlinked folder) names another file than the one checked.
 
 Each request's owner key goes down in ``scope["specrag.owner"]``; ``claim_uploads``
 reads it back from a handler's request and hands over only the caller's own uploads.
@@ -32,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 
 from specrag.security.access import AccessControl
 from specrag.security.sessions import SESSIONS, SessionRegistry
@@ -42,6 +47,8 @@ from specrag.types import SpecragError
 from specrag.ui.auth import COOKIE_PREFIX, LOGIN_ATTEMPT, LoginAttempt
 
 API_PREFIX = "/gradio_api"  # gradio.route_utils.API_PREFIX
+# gradio 6.31's routes.py: the routes that serve a local file named in the URL
+FILE_ROUTES = (f"{API_PREFIX}/file=", f"{API_PREFIX}/file/")
 OWNER_KEY = "specrag.owner"
 
 log = logging.getLogger(__name__)
@@ -77,8 +84,7 @@ class Gate:
                 await self._upload(scope, receive, send, owner)
             else:
                 await self.app(scope, receive, send)
-        elif (method in ("GET", "HEAD") and path.startswith(f"{API_PREFIX}/file=")
-              and self.uploads.owner_of(path.split("=", 1)[1]) not in (None, owner)):
+        elif (served := _served_file(path)) and self.uploads.owner_of(served) not in (None, owner):
             await _respond(send, 404, "Not found")  # as if absent: its name is no one's business
         else:
             if path.rstrip("/") == "/logout" and token:
@@ -183,6 +189,15 @@ def claim_uploads(files, request, settings: Settings, registry: UploadRegistry =
 def _route_path(scope) -> str:
     path, root = scope.get("path", ""), scope.get("root_path", "")
     return path[len(root):] if root and path.startswith(root) else path
+
+
+def _served_file(path: str) -> str | None:
+    """The file a Gradio file route would serve for ``path``, as Gradio resolves it
+    (``os.path.abspath``; the registry then resolves links), or None for other routes."""
+    for prefix in FILE_ROUTES:
+        if path.startswith(prefix) and path[len(prefix):]:
+            return os.path.abspath(path[len(prefix):])
+    return None
 
 
 def _header(scope, name: bytes) -> bytes:
