@@ -17,7 +17,12 @@ as on every path) and, for a ``Service``, the session ``api:USER`` (its ledger r
 budget). Streaming
 (``stream``) answers as server-sent events; the first event is awaited before the
 response starts, so a refusal (busy, budget, ACL) is still an HTTP status. A client
-that disconnects cancels the question and its model calls.
+that disconnects cancels the question and its model calls, streamed or not: while a
+plain answer (or a stream's first event) is awaited, a task beside it waits for the
+ASGI ``http.disconnect`` and cancels it, which frees its admission slot.
+
+The body is read by ``body.read_json``: at most ``MAX_BODY`` bytes (a larger
+``Content-Length`` is refused unread), within ``security.read_timeout_s``.
 
 Deliberately not here: the wire format (``wire``, ``stream``), auth (``caller``),
 the pipeline (``pipeline``): nothing is decided here that the library decides.
@@ -28,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 import time
 import uuid
@@ -36,6 +42,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from specrag.api import wire
+from specrag.api.body import CLOSE, read_json
 from specrag.api.caller import caller
 from specrag.api.errors import ApiError, from_exception
 from specrag.api.stream import ChunkStream
@@ -44,6 +51,8 @@ from specrag.security.access import AccessControl
 from specrag.settings import Settings
 
 MAX_BODY = 1 << 20  # bytes: a conversation, not a document upload
+
+log = logging.getLogger(__name__)
 
 
 class Answers:
@@ -102,9 +111,12 @@ def create_app(settings: Settings, engine=None, *, prefix: str = "/v1") -> FastA
     def who(request: Request):
         return caller(control, request.headers, request.client.host if request.client else None)
 
-    def refused(err: BaseException) -> JSONResponse:
+    def refused(err: BaseException, unread: bool = False) -> JSONResponse:
         e = from_exception(err)
-        return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
+        # a body left unread (a bad key, a refusal before reading): drop the connection
+        # rather than have the server read and discard the rest
+        headers = {**e.headers, **CLOSE} if unread else e.headers
+        return JSONResponse(e.body(), status_code=e.status, headers=headers)
 
     @app.get(prefix + "/models")
     async def models(request: Request):
@@ -121,9 +133,11 @@ def create_app(settings: Settings, engine=None, *, prefix: str = "/v1") -> FastA
 
     @app.post(prefix + "/chat/completions")
     async def chat(request: Request):
+        body = None
         try:
             user = who(request)
-            req = wire.parse_chat(await _body(request), settings.store.collection,
+            body = await read_json(request, MAX_BODY, settings.security.read_timeout_s)
+            req = wire.parse_chat(body, settings.store.collection,
                                   request.query_params.get("policy"))
             control.check(user, "read", req.collection)
             if req.collection not in await answers.collections():
@@ -132,13 +146,11 @@ def create_app(settings: Settings, engine=None, *, prefix: str = "/v1") -> FastA
             events = answers.events(req, user)
             cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
             if not req.stream:
-                answer = None
-                async for event in events:
-                    answer = event.answer if event.kind == "final" else answer
+                answer = await _unless_gone(request, _final(events))
                 return JSONResponse(wire.completion(cid, created, req.model, answer))
-            first = await anext(events)
+            first = await _unless_gone(request, anext(events))
         except Exception as err:  # noqa: BLE001 - every failure answers in OpenAI's shape
-            return refused(err)
+            return refused(err, unread=body is None)
         chunks = ChunkStream(cid, created, req.model, req.include_usage)
         return StreamingResponse(_sse(first, events, chunks), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -153,14 +165,36 @@ def openai_routes(settings: Settings, engine=None) -> list:
     return [Mount("/v1", app=create_app(settings, engine, prefix=""))]
 
 
-async def _body(request) -> dict:
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise ApiError(413, f"the request body is over {MAX_BODY} bytes")
+async def _final(events):
+    answer = None
+    async with contextlib.aclosing(events):
+        async for event in events:
+            answer = event.answer if event.kind == "final" else answer
+    return answer
+
+
+async def _unless_gone(request, awaitable):
+    """What ``awaitable`` gives, unless the client disconnects first: then it is
+    cancelled (the question with it) and the caller gets an ``ApiError`` nobody reads."""
+    work = asyncio.ensure_future(awaitable)
+    gone = asyncio.ensure_future(_disconnect(request.receive))
     try:
-        return json.loads(raw)
-    except ValueError:
-        raise ApiError(400, "the request body is not JSON") from None
+        await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:  # also when this request itself is cancelled (the server stopping)
+        gone.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.wait((work,))  # its cleanup (the slot, the model calls) runs now
+    if work.cancelled():
+        log.info("the client disconnected: its question was cancelled")
+        raise ApiError(400, "the client disconnected before the answer", code="client_gone")
+    return work.result()
+
+
+async def _disconnect(receive) -> None:
+    # the body has been read: the next ASGI message is the client's going away
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _sse(first, events, chunks: ChunkStream):

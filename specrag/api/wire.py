@@ -9,7 +9,8 @@ specrag's own system prompt (answer from the documents, cite them) is not the ca
 to replace. The speculative policy comes from the body's ``specrag_policy`` field (the
 OpenAI client's ``extra_body``) or the ``?policy=`` query. ``temperature``,
 ``max_tokens`` and tools are ignored (the tiers' settings hold); ``n`` above 1 is
-refused, as one question has one answer.
+refused, as one question has one answer. ``stream`` and ``stream_options.include_usage``
+must be JSON booleans: the string "false" is a 400, not a stream.
 
 Out: ``completion(...)`` is a ``chat.completion`` whose ``choices[0].message.content`` is
 the final answer's text; ``chunk(...)`` is one ``chat.completion.chunk``; ``usage``
@@ -75,8 +76,19 @@ def parse_chat(body, default_collection: str, policy: str | None = None) -> Chat
     history = tuple({"role": role, "content": text} for role, text in turns[:-1]
                     if role in _TURNS and text)
     options = body.get("stream_options") or {}
-    return ChatRequest(body["model"], collection, turns[-1][1], history, bool(body.get("stream")),
-                       bool(isinstance(options, dict) and options.get("include_usage")), policy)
+    if not isinstance(options, dict):
+        raise ApiError(400, "stream_options must be an object", param="stream_options")
+    return ChatRequest(body["model"], collection, turns[-1][1], history,
+                       _flag(body, "stream"), _flag(options, "include_usage"), policy)
+
+
+def _flag(fields: dict, name: str) -> bool:
+    """A boolean field (absent or null: false); "false" as a string is refused, not truthy."""
+    value = fields.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise ApiError(400, f"{name} must be true or false (a JSON boolean), not "
+                            f"{type(value).__name__} {str(value)[:20]!r}", param=name)
+    return bool(value)
 
 
 def _text(content) -> str:

@@ -5,7 +5,9 @@ Serves ``specrag.api.create_app(settings)``: ``POST /v1/chat/completions`` and `
 question, as in the app). Point any OpenAI client at ``http://HOST:PORT/v1`` with a key
 from ``specrag users key NAME`` and a model ``specrag:COLLECTION``. The default host is
 loopback; with no users file only loopback clients are answered whatever ``--host``
-says (``specrag.api.caller``), and the command says so when it listens wider.
+says (``specrag.api.caller``), and the command says so when it listens wider. uvicorn
+runs with ``specrag.api.server.server_config``: a request's headers must arrive within
+``security.read_timeout_s`` and 64 KiB, its body within the same time and 1 MiB.
 
 Deliberately not here: the routes (``specrag.api``), keys (``specrag users key``).
 """
@@ -28,6 +30,7 @@ def cmd_serve(args, settings) -> int:
     import uvicorn
 
     from specrag.api import create_app
+    from specrag.api.server import server_config
     from specrag.pipeline.build import build_service
 
     if not settings.security.users_file and args.host not in ("127.0.0.1", "::1", "localhost"):
@@ -35,8 +38,8 @@ def cmd_serve(args, settings) -> int:
               "answered; add users and API keys to serve other machines", file=sys.stderr)
     service = build_service(settings)
     try:
-        uvicorn.run(create_app(settings, service), host=args.host, port=args.port,
-                    log_level="info")
+        uvicorn.Server(server_config(create_app(settings, service), settings, args.host,
+                                     args.port)).run()
     finally:
         service.close()  # the audit's scoring finishes before the process ends
     return 0

@@ -7,6 +7,8 @@
   engine, UI and security tests share, and ``launch`` for Gradio apps.
 - ``resilience``: scripted generators, a fake clock and in-memory telemetry for the
   resilience and telemetry tests.
+- ``servers``: real uvicorn servers on loopback, a slow fake-model ``Service`` and raw
+  sockets, for the endpoint's edge tests.
 
 Deliberately not here: pytest fixtures (``tests/conftest.py``) and product-side stand-ins
 that the benchmarks use too (``specrag.testing``). A test file imports helpers from here,
