@@ -244,18 +244,22 @@ class BudgetSettings:
 
     ledger: bool = True
     ledger_file: str = "ledger.sqlite3"  # under data_dir
-    session_usd: float = 0.0
+    session_usd: float = 0.0  # per session; with a users file per user, across their sessions
     day_usd: float = 0.0  # per UTC day, all sessions
     on_exceeded: str = "draft-only"  # draft-only | refuse
 
 
 @dataclass(frozen=True)
 class ConcurrencySettings:
-    """Questions answered at once, and how many may wait before callers are told 'busy'."""
+    """Questions answered at once, and how many may wait before callers are told 'busy';
+    per caller (the signed-in user with a users file, else the session) a share and a rate."""
 
     max_concurrent: int = 4
     max_queue: int = 16
     queue_timeout_s: float = 30.0
+    per_user_concurrent: int = 2  # one caller's questions answered at once (more wait); 0: no cap
+    per_user_per_minute: float = 30.0  # one caller's questions a minute, on average; 0: no limit
+    per_user_burst: int = 10  # ... of which this many may come at once
 
 
 @dataclass(frozen=True)

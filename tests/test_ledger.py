@@ -60,7 +60,7 @@ def test_rows_summaries_and_spend(tmp_path):
     assert led.spent(session="bob") == pytest.approx(one)
     assert led.summary("session", collection="eng")[0]["key"] == "bob"
     with pytest.raises(ValueError, match="by must be one of"):
-        led.summary("user")
+        led.summary("person")
 
 
 def test_wal_mode_and_concurrent_writers(tmp_path):

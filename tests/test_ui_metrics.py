@@ -57,7 +57,7 @@ class FullGate(AdmissionGate):
     """An admission gate with no room at all: every question is told 'busy'."""
 
     @contextlib.asynccontextmanager
-    async def slot(self):
+    async def slot(self, user=""):
         raise self._busy("queue full")
         yield  # pragma: no cover
 

@@ -43,7 +43,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from specrag.api import wire
 from specrag.api.body import CLOSE, read_json
-from specrag.api.caller import caller
+from specrag.api.caller import KeyThrottle, caller
 from specrag.api.errors import ApiError, from_exception
 from specrag.api.stream import ChunkStream
 from specrag.pipeline.service import Service
@@ -106,10 +106,12 @@ class Answers:
 def create_app(settings: Settings, engine=None, *, prefix: str = "/v1") -> FastAPI:
     answers = Answers(settings, engine)
     control = AccessControl(settings)
+    keys = KeyThrottle()  # unknown API keys per client address
     app = FastAPI(title="specrag", docs_url=None, redoc_url=None, openapi_url=None)
 
     def who(request: Request):
-        return caller(control, request.headers, request.client.host if request.client else None)
+        return caller(control, request.headers, request.client.host if request.client else None,
+                      keys)
 
     def refused(err: BaseException, unread: bool = False) -> JSONResponse:
         e = from_exception(err)

@@ -17,7 +17,7 @@ import sys
 def add_parsers(sub) -> None:
     u = sub.add_parser("usage", help="tokens and cost from the usage ledger")
     u.add_argument("--by", default="session",
-                   choices=["session", "collection", "model", "day", "stage", "route"])
+                   choices=["session", "user", "collection", "model", "day", "stage", "route"])
     u.add_argument("--session", help="only this session (also shows its budget)")
     u.add_argument("-c", "--collection", default=None, help="only this collection")
     u.add_argument("--since", help="only from this UTC day on (YYYY-MM-DD)")

@@ -1,12 +1,14 @@
 """The usage ledger: tokens and cost of every generation attempt, in SQLite.
 
 One row per attempt (failed, cancelled and retried ones too: a stream cut after 200
-tokens was billed), attributed to the user session, collection and question that
-were current when it ran (``scope(...)``, a context variable set per question task).
+tokens was billed), attributed to the session, the signed-in user (with a users file;
+else empty), collection and question that were current when it ran (``scope(...)``, a
+context variable set per question task).
 The file is ``settings.data_path / budget.ledger_file`` in WAL mode, so ``specrag
 usage`` can read it while the app writes; one connection behind a lock makes it
-thread-safe. ``summary(by="session" | "collection" | "model" | "day" | "stage" | "route")`` and
-``spent(session=..., day=...)`` are the API the app, the CLI and budgets use.
+thread-safe. ``summary(by="session" | "user" | "collection" | "model" | "day" | "stage" |
+"route")`` and ``spent(session=..., user=..., day=...)`` are the API the app, the CLI and
+budgets use.
 
 Two ways in: ``record_attempts`` writes and commits before it returns (durable: a
 caller that reports a row as recorded may be killed the next instant). The observer
@@ -44,7 +46,8 @@ from specrag.pipeline import costs
 log = logging.getLogger(__name__)
 WRITER_IDLE_S = 5.0  # an idle writer thread ends; the next finished call starts another
 
-BY = {"session": "session", "collection": "collection", "model": "backend || '/' || model",
+BY = {"session": "session", "user": "user", "collection": "collection",
+      "model": "backend || '/' || model",
       "day": "day", "stage": "stage", "route": "route"}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
@@ -52,7 +55,8 @@ CREATE TABLE IF NOT EXISTS usage (
     collection TEXT NOT NULL, question_id TEXT NOT NULL, stage TEXT NOT NULL,
     backend TEXT NOT NULL, model TEXT NOT NULL, outcome TEXT NOT NULL, error TEXT NOT NULL,
     input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL,
-    latency_ms REAL NOT NULL, route TEXT NOT NULL DEFAULT '', route_p REAL);
+    latency_ms REAL NOT NULL, route TEXT NOT NULL DEFAULT '', route_p REAL,
+    user TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS usage_session ON usage(session);
 CREATE INDEX IF NOT EXISTS usage_day ON usage(day);
 """
@@ -65,6 +69,7 @@ class Scope:
     question_id: str = ""
     route: str = ""  # the router's decision for the question ("draft" | "heavy"; "": not routed)
     route_p: float | None = None  # its P(the draft will do)
+    user: str = ""  # the signed-in user ("": no users file)
 
 
 _SCOPE: contextvars.ContextVar[Scope] = contextvars.ContextVar("specrag_ledger_scope",
@@ -72,10 +77,11 @@ _SCOPE: contextvars.ContextVar[Scope] = contextvars.ContextVar("specrag_ledger_s
 
 
 @contextlib.contextmanager
-def scope(session: str = "anonymous", collection: str = "", question_id: str | None = None):
-    """Attribute the generations made inside to this session/collection/question."""
+def scope(session: str = "anonymous", collection: str = "", question_id: str | None = None,
+          user: str = ""):
+    """Attribute the generations made inside to this session/user/collection/question."""
     token = _SCOPE.set(Scope(session or "anonymous", collection or "",
-                             question_id or uuid.uuid4().hex[:12]))
+                             question_id or uuid.uuid4().hex[:12], user=user or ""))
     try:
         yield _SCOPE.get()
     finally:
@@ -139,6 +145,9 @@ class Ledger:
             if "route" not in columns:  # a ledger written before routing existed
                 db.execute("ALTER TABLE usage ADD COLUMN route TEXT NOT NULL DEFAULT ''")
                 db.execute("ALTER TABLE usage ADD COLUMN route_p REAL")
+            if "user" not in columns:  # ... or before budgets were per user
+                db.execute("ALTER TABLE usage ADD COLUMN user TEXT NOT NULL DEFAULT ''")
+            db.execute("CREATE INDEX IF NOT EXISTS usage_user ON usage(user)")
             db.row_factory = sqlite3.Row
             self._db = db
         return self._db
@@ -166,7 +175,7 @@ class Ledger:
         return [(now, utc_day(now), where.session, where.collection, where.question_id, stage,
                  a.backend, a.model, a.outcome, a.error[:300], a.input_tokens, a.output_tokens,
                  costs.cost(Usage(a.backend, a.model, a.input_tokens, a.output_tokens), self.prices),
-                 a.latency_ms, where.route, where.route_p)
+                 a.latency_ms, where.route, where.route_p, where.user)
                 for a in attempts if a.outcome != "skipped"]
 
     def _write(self, rows: list[tuple]) -> None:
@@ -175,7 +184,7 @@ class Ledger:
             db.executemany(
                 "INSERT INTO usage (ts, day, session, collection, question_id, stage, backend, "
                 "model, outcome, error, input_tokens, output_tokens, cost_usd, latency_ms, route, "
-                "route_p) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                "route_p, user) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             db.commit()
 
     def _enqueue(self, rows: list[tuple]) -> None:
@@ -229,10 +238,10 @@ class Ledger:
             return self._connect().execute(sql, args).fetchall()
 
     @staticmethod
-    def _where(session=None, collection=None, day=None, since=None):
+    def _where(session=None, collection=None, day=None, since=None, user=None):
         conds, args = [], []
         for col, val, op in (("session", session, "="), ("collection", collection, "="),
-                             ("day", day, "="), ("day", since, ">=")):
+                             ("day", day, "="), ("day", since, ">="), ("user", user, "=")):
             if val is not None:
                 conds.append(f"{col} {op} ?")
                 args.append(val)
@@ -240,7 +249,8 @@ class Ledger:
 
     def summary(self, by: str = "session", *, session: str | None = None,
                 collection: str | None = None, since: str | None = None) -> list[dict]:
-        """Totals grouped ``by`` session | collection | model | day | stage, costliest first."""
+        """Totals grouped ``by`` session | user | collection | model | day | stage | route,
+        costliest first."""
         if by not in BY:
             raise ValueError(f"by must be one of {', '.join(BY)}, got '{by}'")
         where, args = self._where(session, collection, since=since)
@@ -252,8 +262,9 @@ class Ledger:
             "ORDER BY cost_usd DESC, key", args)
         return [dict(r) for r in rows]
 
-    def spent(self, *, session: str | None = None, day: str | None = None) -> float:
-        where, args = self._where(session=session, day=day)
+    def spent(self, *, session: str | None = None, day: str | None = None,
+              user: str | None = None) -> float:
+        where, args = self._where(session=session, day=day, user=user)
         row = self._query(f"SELECT COALESCE(SUM(cost_usd), 0) AS c FROM usage{where}", args)
         return float(row[0]["c"])
 

@@ -5,19 +5,24 @@
 ``astream(question, session=..., collection=...)`` has the engine's signature plus
 ``session``, so the app and the CLI can use either:
 
-1. the ``AdmissionGate`` admits it or raises ``BusyError`` ("busy, try again"),
-2. the ``Budget`` may degrade it to ``draft-only`` or refuse it (``BudgetExceeded``);
-   its SQLite read runs off the event loop,
-3. it runs in one task of its own with the ledger scope (session, collection, question
-   id) set there, so concurrent questions never mix their accounting or spans; the
-   engine's ``events`` run in that same task (one hop per event).
+1. the ``AdmissionGate`` admits it or raises ``BusyError`` ("busy, try again"), fairly
+   and within the limits per caller: the signed-in user (``principal``) when there is a
+   users file, so a user's browser sessions and API keys share one share and one rate;
+   else the ``session``. A call without a ``principal`` (the library, ``specrag ask``,
+   benchmarks: the operator's own) is held to the gate's size only, not to those limits,
+2. the ``Budget`` may degrade it to ``draft-only`` or refuse it (``BudgetExceeded``),
+   counting that user's spending across their sessions (else the session's); its
+   SQLite read runs off the event loop,
+3. it runs in one task of its own with the ledger scope (session, user, collection,
+   question id) set there, so concurrent questions never mix their accounting or spans;
+   the engine's ``events`` run in that same task (one hop per event).
 
 After each question the ``StateWarmer`` (``warm_states``) may prefill the draft prompts
 of that collection's chunks in the background, only while no question is in flight.
 
 An engine passed in without the service's telemetry and ledger among its hooks gets
 them through ``engine.replace`` (a copy over the same parts), never by patching.
-``usage(by=...)`` and ``budget_status(session)`` are the reporting API; ``with_engine``
+``usage(by=...)`` and ``budget_status(session, principal=None)`` are the reporting API; ``with_engine``
 is the same service (ledger, gate, budget) over another engine, e.g. a session's view.
 
 Deliberately not here: the pipeline itself (``engine``), rendering.
@@ -118,14 +123,24 @@ class Service:
                                                       engine_kw)):
             yield event
 
+    def _user(self, principal) -> str:
+        """The signed-in user the limits count for; "" without a users file, where every
+        caller is the local user and the session is the only way to tell callers apart."""
+        return principal.name if principal is not None and self.settings.security.users_file \
+            else ""
+
     async def _run(self, question, session, policy, collection, source, engine_kw):
+        principal = engine_kw.get("principal")
+        user = self._user(principal)
+        caller = (f"user:{user}" if user else f"session:{session}") if principal is not None \
+            else None
         try:
-            async with self.gate.slot():
-                decision = (await asyncio.to_thread(self.budget.check, session, policy)
+            async with self.gate.slot(caller):
+                decision = (await asyncio.to_thread(self.budget.check, session, policy, user)
                             if self.budget else BudgetDecision(policy))
                 if decision.degraded:
                     log.warning("session %s: %s", session, decision.reason)
-                with scope(session, collection or self.settings.store.collection):
+                with scope(session, collection or self.settings.store.collection, user=user):
                     async for event in self.engine.events(question, policy=decision.policy,
                                                           collection=collection, source=source,
                                                           **engine_kw):
@@ -152,6 +167,6 @@ class Service:
         self._assemble()
         return self.ledger.summary(by, **filters) if self.ledger else []
 
-    def budget_status(self, session: str) -> dict:
+    def budget_status(self, session: str, principal=None) -> dict:
         self._assemble()
-        return self.budget.status(session) if self.budget else {}
+        return self.budget.status(session, self._user(principal)) if self.budget else {}

@@ -1,4 +1,4 @@
-"""Slow down password guessing without letting a stranger lock a user out.
+"""Slow down password and API-key guessing without letting a stranger lock a user out.
 
 ``LoginThrottle.begin(address, name)`` is called before a password is checked and
 either refuses the attempt (``Refused`` with the seconds to wait) or says how long to
@@ -16,6 +16,12 @@ Three buckets, because each alone is wrong:
 Attempts are charged when they begin, not when bcrypt finishes, so a burst of
 concurrent requests cannot slip past a bucket; a successful sign-in is refunded.
 ``clock`` is injectable for tests.
+
+``KeyThrottle`` does the same for API keys, per client address only (a key names no
+user until it is found): ``check(address)`` before the key is looked up raises
+``Refused`` once ``PER_ADDRESS_KEYS`` unknown keys came from there, so the key is not
+even checked; ``failed(address)`` books an unknown key. A key is 32 random bytes, so
+this is less about guessing one than about a flood of lookups and noise in the logs.
 
 Deliberately not here: passwords (``users``), where the address comes from (the web
 gate takes the socket's peer address; forwarded headers are not trusted), HTTP.
@@ -40,6 +46,7 @@ class Bucket:
 PER_ADDRESS = Bucket(capacity=20, leak_s=20.0)  # then one try per 20 s from that address
 PER_PAIR = Bucket(capacity=5, leak_s=60.0)  # then one try per minute at that name from there
 PER_NAME = Bucket(capacity=10, leak_s=30.0)  # past this, attempts on the name are delayed
+PER_ADDRESS_KEYS = Bucket(capacity=10, leak_s=30.0)  # bad API keys: then one per 30 s
 NAME_DELAY_S = 0.5  # per attempt above the per-name capacity ...
 MAX_NAME_DELAY_S = 2.0  # ... and never longer than this
 MAX_KEYS = 50_000  # random user names must not grow the tables without bound
@@ -119,3 +126,24 @@ class LoginThrottle:
             self._address.add(address, -1, now)
             self._name.add(name, -1, now)
             self._pair.add((address, name), -self._pair.bucket.capacity, now)  # a fresh start
+
+
+class KeyThrottle:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, per_address=PER_ADDRESS_KEYS):
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._address = _Levels(per_address)
+
+    def check(self, address: str) -> None:
+        """Raise ``Refused`` while ``address`` has used up its bad keys."""
+        with self._lock:
+            wait = self._address.wait(address, self.clock())
+        if wait > 0:
+            raise Refused("too many bad API keys from this address", wait)
+
+    def failed(self, address: str) -> None:
+        """Book an unknown key from ``address``."""
+        with self._lock:
+            now = self.clock()
+            self._address.add(address, 1, now)
+            self._address.prune(now)

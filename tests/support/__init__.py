@@ -9,6 +9,8 @@
   resilience and telemetry tests.
 - ``servers``: real uvicorn servers on loopback, a slow fake-model ``Service`` and raw
   sockets, for the endpoint's edge tests.
+- ``limits``: a heavy tier that holds questions until released and a quick users file,
+  for the per-user limit tests.
 
 Deliberately not here: pytest fixtures (``tests/conftest.py``) and product-side stand-ins
 that the benchmarks use too (``specrag.testing``). A test file imports helpers from here,
