@@ -182,6 +182,7 @@ class AuditSettings:
 class StoreSettings:
     chroma_url: str = ""  # empty: embedded PersistentClient under data_dir/chroma
     collection: str = "default"
+    scrub_deleted: bool = True  # rewrite chroma.sqlite3 after a delete/replace: old text leaves the disk
 
 
 @dataclass(frozen=True)

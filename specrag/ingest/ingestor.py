@@ -3,7 +3,9 @@
 ``Ingestor(settings).ingest(paths, collection)`` returns an ``IngestReport`` with one
 ``FileResult`` per file, in order. A file that cannot be read, parsed or chunked fails
 alone with a one-line reason; the others go in. Unchanged files (same sha256) are
-skipped; a changed file replaces its old chunks atomically (see ``store``). Files
+skipped; a changed file replaces its old chunks atomically (see ``store``), and a
+batch that replaced or ``delete`` that removed chunks ends with ``Store.scrub``, so the
+old text leaves the files on disk too. Files
 are processed in groups so the encoder sees full batches and Chroma gets few, large
 calls. ``on_progress(done, total, result)`` is called after every file.
 
@@ -110,7 +112,7 @@ class Ingestor:
         authorize(self.settings, "write", collection, principal)  # security: collection ACL
         self.warm_up()
         with self.store.writing(collection):
-            self.store.recover(collection)
+            recovered = self.store.recover(collection)
             # one registry read for the whole batch instead of one round trip per file
             known = {d.doc_id: d for d in self.store.documents(collection)}
         results: list[FileResult | None] = [None] * len(items)
@@ -155,6 +157,9 @@ class Ingestor:
                 group, group_ids, group_chunks = [], set(), 0
         if group:
             self._store_group(group, collection, report, known)
+        if recovered or any(r is not None and r.status == "replaced" for r in results):
+            with self.store.writing(collection):  # old versions' text leaves the disk too
+                self.store.scrub(collection)
         return IngestReport(tuple(r for r in results if r is not None))
 
     def delete(self, doc_id_or_source: str, collection: str | None = None,
@@ -165,7 +170,9 @@ class Ingestor:
         with self.store.writing(collection):
             for doc in self.store.documents(collection):
                 if doc_id_or_source in (doc.doc_id, doc.source):
-                    return self.store.delete(collection, doc.doc_id)
+                    gone = self.store.delete(collection, doc.doc_id)
+                    self.store.scrub(collection)  # its text leaves the disk, not just the index
+                    return gone
         return False
 
     # -- internals -------------------------------------------------------------------

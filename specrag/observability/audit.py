@@ -7,7 +7,10 @@ background thread: faithfulness (specrag's verifier over the final answer and th
 chunks it was written from) and context relevance (the reranker's mean P(relevant)
 for the question and those chunks). ``summary()`` and ``recent()`` feed ``specrag
 audit`` and the app's metrics view. Writes are one transaction each (WAL mode), so
-a crash loses at most the sample in flight and never corrupts the file.
+a crash loses at most the sample in flight and never corrupts the file. A sample's
+question, context and answer hold document text: ``forget(chunk_ids)`` deletes the
+samples that cite removed chunks (the store calls it on delete and replacement), with
+SQLite's ``secure_delete`` on and the WAL truncated, so their bytes leave the file.
 
 Deliberately not here: acting on scores (alerting, re-answering).
 """
@@ -57,6 +60,7 @@ class AuditStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA secure_delete=ON")  # deleted samples are zeroed on disk
             self._db.execute(SCHEMA)
         return self._db
 
@@ -87,6 +91,27 @@ class AuditStore:
                     for r in rows]
         return rows
 
+    def forget(self, chunk_ids) -> int:
+        """Delete the samples whose context cites any of ``chunk_ids``; how many went."""
+        wanted = set(chunk_ids)
+        with self._lock:
+            db = self._conn()
+            rows = db.execute("SELECT id, context_ids FROM samples").fetchall()
+            gone = [(i,) for i, ids in rows if wanted.intersection(_ids(ids))]
+            if gone:
+                db.execute("BEGIN")
+                db.executemany("DELETE FROM samples WHERE id = ?", gone)
+                db.execute("COMMIT")
+                # the WAL still holds the old pages until a checkpoint truncates it
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return len(gone)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
     def summary(self) -> dict:
         with self._lock:
             n, scored, faith, rel, acc = self._conn().execute(
@@ -94,6 +119,14 @@ class AuditStore:
                 "AVG(accepted) FROM samples").fetchone()
         return {"samples": n, "scored": scored, "faithfulness": faith,
                 "context_relevance": rel, "acceptance_rate": acc}
+
+
+def _ids(context_ids: str | None) -> list[str]:
+    try:
+        ids = json.loads(context_ids or "[]")
+    except ValueError:
+        return []
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
 
 
 class Auditor:

@@ -13,6 +13,11 @@ The ``Store`` writes it inside the same begin/add/commit/delete/recover steps as
 and checks every keyword hit against Chroma before it is shown, so this index decides
 only *which* chunks are candidates, never whether one is visible.
 
+Deleted rows leave the file: every connection has SQLite's ``secure_delete`` on (freed
+space is zeroed), and ``scrub`` merges the FTS5 index into one segment (a deleted row's
+words otherwise stay in older segments until a merge) and truncates the WAL (which holds
+old pages until a checkpoint).
+
 Deliberately not here: visibility (the ``store``'s registry), fusion with the dense
 ranking (``fusion``) and any scoring of our own.
 """
@@ -69,6 +74,7 @@ class KeywordIndex:
         self.root.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self._path(collection), timeout=30.0)
         conn.execute("pragma journal_mode=wal")  # readers never wait on a writer
+        conn.execute("pragma secure_delete=on")  # a deleted chunk's text is zeroed, not freed
         conn.executescript(_SCHEMA)
         return conn
 
@@ -109,6 +115,15 @@ class KeywordIndex:
             else:
                 conn.executemany("delete from chunk where doc_id = ? and version = ?",
                                  [(doc_id, v) for v in versions])
+
+    def scrub(self, collection: str) -> None:
+        """Merge the index and truncate the WAL, so deleted rows' words leave the disk."""
+        if not self._path(collection).exists():
+            return
+        with closing(self._connect(collection)) as conn:
+            with conn:
+                conn.execute("insert into fts(fts) values ('optimize')")
+            conn.execute("pragma wal_checkpoint(truncate)")
 
     def drop(self, collection: str) -> None:
         for suffix in ("", "-wal", "-shm"):

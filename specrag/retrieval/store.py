@@ -13,7 +13,9 @@ keyword hit only if Chroma holds it and shows it, so the two never disagree on w
 exists (a collection older than the index is filled from Chroma on first use).
 Embedded ``PersistentClient`` by default, ``HttpClient`` when ``store.chroma_url`` is
 set. Writes to one collection take its lock (``writing(name)``); different collections
-are written at the same time.
+are written at the same time. Removed chunks take their copies with them: the draft
+model's prompt states, the audit samples that cite them and, once ``scrub`` runs, their
+bytes in Chroma's and the keyword index's files (``scrub``).
 
 Deliberately not here: embedding, parsing, chunking (``ingest`` wires those up).
 """
@@ -28,7 +30,9 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from specrag.retrieval import scrub as scrubbing
 from specrag.retrieval.keyword import KeywordIndex
+from specrag.retrieval.records import chunk_meta, cosine, dense, read, to_chunk, to_info
 from specrag.settings import Settings
 from specrag.types import Chunk, DocumentInfo, Hit, SpecragError
 
@@ -36,7 +40,6 @@ log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,48}[a-z0-9]$|^[a-z0-9]$")
 _CHUNKS, _DOCS = "specrag_chunks_", "specrag_docs_"
-MAX_OVERFETCH = 2000  # hidden chunks dropped in Python before falling back to a $nin filter
 
 
 def check_collection_name(name: str) -> str:
@@ -56,6 +59,7 @@ class Store:
         # local even with a Chroma server: it then holds what this data dir ingested
         self.keywords = KeywordIndex(settings.data_path / "keyword")
         self._filled: set[str] = set()
+        self._short: set[str] = set()  # collections whose log is kept short (``scrub``)
 
     def writing(self, collection: str) -> threading.RLock:
         """The lock of one collection's writers (reentrant: a holder may call ingest).
@@ -92,16 +96,22 @@ class Store:
         self.warm_up()
         check_collection_name(name)
         # embedding_function=None: Chroma's default would download a model
-        kw = dict(embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+        kw = dict(embedding_function=None, configuration={"hnsw": scrubbing.HNSW})
         if not create:
             try:
-                return (self._client.get_collection(_CHUNKS + name, embedding_function=None),
+                pair = (self._client.get_collection(_CHUNKS + name, embedding_function=None),
                         self._client.get_collection(_DOCS + name, embedding_function=None))
             except Exception:  # noqa: BLE001 - chroma raises different types per client
                 raise SpecragError(f"collection '{name}' does not exist: ingest documents "
                                    "into it first") from None
-        return (self._client.get_or_create_collection(_CHUNKS + name, **kw),
-                self._client.get_or_create_collection(_DOCS + name, **kw))
+        else:
+            pair = (self._client.get_or_create_collection(_CHUNKS + name, **kw),
+                    self._client.get_or_create_collection(_DOCS + name, **kw))
+        if name not in self._short:  # before this process reads or writes it (``scrub``)
+            for collection in pair:
+                scrubbing.keep_log_short(collection)
+            self._short.add(name)
+        return pair
 
     def collections(self) -> list[str]:
         self.warm_up()
@@ -140,12 +150,12 @@ class Store:
     def document(self, collection: str, doc_id: str) -> DocumentInfo | None:
         _, docs = self._pair(collection)
         meta = self._record(docs, doc_id)
-        return _info(doc_id, meta) if meta and meta.get("version") else None
+        return to_info(doc_id, meta) if meta and meta.get("version") else None
 
     def documents(self, collection: str) -> list[DocumentInfo]:
         _, docs = self._pair(collection, create=False)
         got = docs.get(include=["metadatas"])
-        infos = [_info(i, m) for i, m in zip(got["ids"], got["metadatas"]) if m.get("version")]
+        infos = [to_info(i, m) for i, m in zip(got["ids"], got["metadatas"]) if m.get("version")]
         return sorted(infos, key=lambda d: d.source)
 
     # -- writing (batched: one Chroma call per step for a whole group of files) -----
@@ -173,7 +183,7 @@ class Store:
         for i in range(0, len(chunks_), self._batch):
             part = chunks_[i:i + self._batch]
             chunks.add(ids=[c.id for c in part], embeddings=embeddings[i:i + self._batch],
-                       documents=[c.text for c in part], metadatas=[_chunk_meta(c) for c in part])
+                       documents=[c.text for c in part], metadatas=[chunk_meta(c) for c in part])
         # after Chroma: a crash in between leaves pending rows only, which recover() sweeps
         self.keywords.add(collection, [(c.id, c.doc_id, c.version, c.source, c.text)
                                        for c in chunks_])
@@ -198,7 +208,9 @@ class Store:
         docs.upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=metas)
         stale = [(i, m) for i, m in zip(ids, metas) if m["stale"]]
         for doc_id, meta in stale:
-            chunks.delete(where={"$and": [{"doc_id": doc_id}, {"version": meta["stale"]}]})
+            where = {"$and": [{"doc_id": doc_id}, {"version": meta["stale"]}]}
+            scrubbing.forget_samples(self.settings, chunks.get(where=where, include=[])["ids"])
+            chunks.delete(where=where)
             self.keywords.delete(collection, doc_id, [meta["stale"]])
             meta.update(stale="", busy=0)
         if stale:
@@ -217,10 +229,17 @@ class Store:
         return True
 
     def _forget(self, collection: str, chunks, docs, doc_id: str) -> None:
+        # samples first: a crash after them leaves a delete that recover() finishes
+        scrubbing.forget_samples(self.settings, chunks.get(where={"doc_id": doc_id}, include=[])["ids"])
         chunks.delete(where={"doc_id": doc_id})
         self.keywords.delete(collection, doc_id)
         docs.delete(ids=[doc_id])
         self._states_gone()
+
+    def scrub(self, collection: str) -> str | None:
+        """Give back the space removed chunks held, so their bytes leave the disk too
+        (``scrub.scrub``): None when done, else a one-line reason."""
+        return scrubbing.scrub(self.settings, self.keywords, collection)
 
     def _states_gone(self) -> None:
         """Chunks left the store: the draft model's prompt states (KV cells of their text,
@@ -260,13 +279,13 @@ class Store:
                where: dict | None = None, limit: int | None = None) -> list[Chunk]:
         """Stored chunks by id or metadata filter (any version: callers check it)."""
         chunks, _ = self._pair(collection, create=False)
-        return _read(chunks, collection, ids=ids, where=where, limit=limit)
+        return read(chunks, collection, ids=ids, where=where, limit=limit)
 
     def visible_chunks(self, collection: str, limit: int | None = None) -> list[Chunk]:
         """Chunks a search may show (neither pending nor replaced), at most ``limit``."""
         chunks, docs = self._pair(collection, create=False)
         hidden = self._hidden(docs)
-        return _read(chunks, collection, where={"version": {"$nin": hidden}} if hidden else None,
+        return read(chunks, collection, where={"version": {"$nin": hidden}} if hidden else None,
                      limit=limit)
 
     def count(self, collection: str) -> int:
@@ -282,7 +301,7 @@ class Store:
               source: str | list[str] | None = None) -> list[list[Hit]]:
         """Top-k visible chunks for each query embedding, best first."""
         chunks, docs = self._pair(collection, create=False)
-        return self._dense(chunks, collection, self._hidden(docs), embeddings, top_k, source)
+        return dense(chunks, collection, self._hidden(docs), embeddings, top_k, source)
 
     def query_both(self, collection: str, text: str, embedding, top_k: int,
                    source: str | list[str] | None = None) -> tuple[list[Hit], list[Hit]]:
@@ -293,77 +312,17 @@ class Store:
         chunks, docs = self._pair(collection, create=False)
         self._keyword_ready(collection, chunks)
         hidden = self._hidden(docs)
-        dense = self._dense(chunks, collection, hidden, [embedding], top_k, source)[0]
+        near = dense(chunks, collection, hidden, [embedding], top_k, source)[0]
         sources = [source] if isinstance(source, str) else source
         ids = self.keywords.search(collection, text, max(1, top_k), hidden, sources)
-        seen = {h.chunk.id: h for h in dense}
+        seen = {h.chunk.id: h for h in near}
         rest = [i for i in ids if i not in seen]
         if rest:  # Chroma decides what exists: a keyword row a crash left is never shown
             got = chunks.get(ids=rest, include=["documents", "metadatas", "embeddings"])
             q = np.asarray(embedding, dtype=np.float32)
             q = q / (np.linalg.norm(q) or 1.0)
-            seen.update((i, Hit(chunk=_chunk(i, t, m, collection), score=_cosine(q, e), rank=0))
+            seen.update((i, Hit(chunk=to_chunk(i, t, m, collection), score=cosine(q, e), rank=0))
                         for i, t, m, e in zip(got["ids"], got["documents"], got["metadatas"],
                                               got["embeddings"]) if m["version"] not in hidden)
         found = [seen[i] for i in ids if i in seen]
-        return dense, [replace(h, rank=r + 1) for r, h in enumerate(found)]
-
-    def _dense(self, chunks, collection: str, hidden: list[str], embeddings, top_k: int,
-               source) -> list[list[Hit]]:
-        clauses, drop, n = [], set(), max(1, top_k)
-        if hidden:
-            drop = set(chunks.get(where={"version": {"$in": hidden}}, include=[])["ids"])
-            if len(drop) <= MAX_OVERFETCH:
-                n += len(drop)  # over-fetch and drop in Python: a $nin filter is ~100x slower
-            else:
-                clauses.append({"version": {"$nin": hidden}})
-                drop = set()
-        if source:
-            clauses.append({"source": {"$in": [source] if isinstance(source, str) else source}})
-        where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
-        res = chunks.query(query_embeddings=embeddings, n_results=n, where=where,
-                           include=["documents", "metadatas", "distances"])
-        out = []
-        for ids, texts, metas, dists in zip(res["ids"], res["documents"], res["metadatas"],
-                                            res["distances"]):
-            rows = [(i, t, m, d) for i, t, m, d in zip(ids, texts, metas, dists)
-                    if i not in drop][:max(1, top_k)]
-            out.append([Hit(chunk=_chunk(i, t, m, collection), score=1.0 - float(d), rank=r + 1)
-                        for r, (i, t, m, d) in enumerate(rows)])
-        return out
-
-
-def _cosine(q: np.ndarray, v) -> float:
-    v = np.asarray(v, dtype=np.float32)
-    return float(q @ v / (np.linalg.norm(v) or 1.0))
-
-
-def _chunk_meta(c: Chunk) -> dict:
-    meta = {"doc_id": c.doc_id, "source": c.source, "index": c.index, "start": c.start,
-            "end": c.end, "content_hash": c.content_hash, "version": c.version}
-    if c.page is not None:
-        meta["page"] = c.page
-    if c.heading:
-        meta["heading"] = c.heading
-    return meta
-
-
-def _read(chunks, collection: str, **get) -> list[Chunk]:
-    """``Chunk``s of a Chroma ``get`` on the chunks collection (ids, where, limit)."""
-    got = chunks.get(include=["documents", "metadatas"], **get)
-    return [_chunk(i, t, m, collection)
-            for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
-
-
-def _chunk(chunk_id: str, text: str, m: dict, collection: str) -> Chunk:
-    return Chunk(id=chunk_id, doc_id=m["doc_id"], source=m["source"], text=text,
-                 index=int(m["index"]), start=int(m["start"]), end=int(m["end"]),
-                 content_hash=m["content_hash"], version=m["version"], page=m.get("page"),
-                 heading=m.get("heading"), collection=collection)
-
-
-def _info(doc_id: str, m: dict) -> DocumentInfo:
-    return DocumentInfo(doc_id=doc_id, source=m.get("source", ""), version=m["version"],
-                        chunks=int(m.get("chunks", 0)), size_bytes=int(m.get("size_bytes", 0)),
-                        format=m.get("format", ""), ingested_at=float(m.get("ingested_at", 0.0)),
-                        pages=m.get("pages"))
+        return near, [replace(h, rank=r + 1) for r, h in enumerate(found)]
