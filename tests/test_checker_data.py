@@ -22,7 +22,6 @@ from tests.support.env import make_settings
     ("yes-no", "Yes, house tax and property tax are the same [1].", ["yes"], True),
     ("yes-no", "No. They differ [1].", ["yes"], False),
     ("yes-no", "\"Yes\" - it does [2].", ["yes"], True),
-    ("yes-no", "Property tax is also called house tax [1].", ["yes"], False),  # no polarity
     ("number", "The army grew by 17,000 men [1].", ["17000"], True),
     ("number", "There were two passing touchdowns [1].", ["2"], True),
     ("number", "There were 3 passing touchdowns [2].", ["2"], False),  # [2] is a citation
@@ -42,8 +41,35 @@ def test_label_rules(kind, draft, gold, right):
     assert checker_label.label(kind, draft, gold)[0] is right
 
 
+@pytest.mark.parametrize("question,draft,gold,right,how", [
+    # a yes/no question answered by a statement: its polarity, negations of both counted
+    ("Does the crew 2 have a story line?", "The crew 2 has a story line [1].", "yes", True,
+     "implied yes"),
+    ("Does monetary neutrality mean money can never affect real GDP?",
+     "Monetary neutrality implies that money does not affect real GDP [1].", "yes", True,
+     "implied yes"),
+    ("Has Tampa been hit by a hurricane?", "Tampa has never been hit [1].", "yes", False,
+     "implied no"),
+    ("Has Tampa been hit by a hurricane?", "Tampa wasn't hit [1].", "no", True, "implied no"),
+])
+def test_yes_no_polarity_of_a_statement(question, draft, gold, right, how):
+    assert checker_label.label("yes-no", draft, [gold], question) == (right, how)
+
+
+@pytest.mark.parametrize("draft,right,how", [
+    ("Nelson DeMille wrote it [1].", True, "either-or: names the answer"),  # gold spelt longer
+    ("Charles de Lint wrote it [1].", False, "either-or: names the other"),
+    ("Nelson DeMille, not Charles de Lint, wrote it [1].", True, "either-or: first named"),
+    ("Charles de Lint, not Nelson DeMille, wrote it [1].", False, "either-or: first named"),
+])
+def test_either_or_questions_need_the_answer_named_first(draft, right, how):
+    q = 'Which of the following is a writer whose work includes "Plum Island": Charles de Lint ' \
+        'or Nelson DeMille?'
+    assert checker_label.label("answerable", draft, ["Nelson Richard DeMille"], q) == (right, how)
+
+
 def test_label_says_why_and_refuses_unknown_kinds():
-    assert checker_label.label("yes-no", "It is.", ["yes"]) == (False, "no yes/no")
+    assert checker_label.label("yes-no", "", ["yes"]) == (False, "empty draft")
     assert checker_label.label("unanswerable", "The documents do not say.", ["x"]) == (True, "abstains")
     with pytest.raises(ValueError, match="unknown kind"):
         checker_label.label("maybe", "x", ["x"])

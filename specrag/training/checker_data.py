@@ -132,7 +132,7 @@ def row(engine, steered: Steered, item: Planned, meta: dict) -> dict:
     finally:
         steered.steer = None
     draft = ans.draft.text if ans.draft else ""
-    right, how = label(item.kind, draft, item.gold)
+    right, how = label(item.kind, draft, item.gold, item.question)
     v = ans.verdict
     chunks = ans.draft.chunks if ans.draft else ()
     verified = ans.verify_chunks
@@ -184,7 +184,7 @@ def questions(settings: Settings, work: Path, n: int, seed: int, embedder) -> li
     return out
 
 
-def workspace(settings: Settings, work: Path, progress: bool):
+def workspace(settings: Settings, work: Path, progress: bool, log=print):
     """(engine, steered retriever, embedder) over the collections in ``work``, each
     ingested once."""
     embedder = Embedder(settings, threads=1)
@@ -193,6 +193,7 @@ def workspace(settings: Settings, work: Path, progress: bool):
     if todo:
         _, pids = bench_items(settings, embedder.warm_up())
         for name, files in corpus(load_all(settings, tuple(todo)), pids).items():
+            log(f"checker-data: ingesting {len(files)} {name} passages into {work}")
             _ingest(ingestor, files, collection(name), progress)
             (work / f"ingested-{name}").write_text(f"{len(files)} passages\n", encoding="utf-8")
     steered = Steered(Retriever(settings, embedder=embedder, store=ingestor.store),
@@ -211,7 +212,8 @@ def run(settings: Settings, out: Path, work: Path, *, n: int = 12000, seed: int 
     s = settings.with_values(data_dir=str(work), cache_dir=str(settings.cache_path),
                              **{"generation.threads": threads, "generation.prompt_cache": False,
                                 "generation.warm_states": 0})
-    engine, steered, embedder = workspace(s, work, progress)
+    engine, steered, embedder = workspace(s, work, progress, log)
+    log(f"checker-data: planning {n} questions (kept in {work})")
     items = questions(s, work, n, seed, embedder.warm_up())
     parts = Parts(out, part_size)
     meta = {"draft_model": draft_model(s), "settings_hash": settings_hash(s)}
