@@ -210,3 +210,17 @@ def test_cli_needs_an_out_folder(tmp_path, capsys):
     assert main(["--data-dir", str(tmp_path), "train", "checker-data", "--out", str(tmp_path),
                  "--threads", "0"]) == 2
     assert not list(tmp_path.glob("part-*"))  # refused before anything was written
+
+
+@pytest.mark.slow
+def test_the_pinned_sets_load_with_their_gold(tmp_path):
+    from specrag.training.checker_sources import SEP, load_all
+
+    sets = load_all(make_settings(tmp_path), ("sciq", "boolq", "drop"))
+    assert [len(sets[n].items) for n in ("sciq", "boolq", "drop")] == [887, 3270, 1000]
+    assert len(sets["drop"].passages) == 405
+    assert {it.answers for it in sets["boolq"].items} == {("yes",), ("no",)}
+    assert all(it.question.endswith("?") for it in sets["boolq"].items)
+    assert any(SEP in a for it in sets["drop"].items for a in it.answers)  # multi-span
+    texts = {p.id: p.text for p in sets["sciq"].passages}
+    assert all(texts[it.gold_passage_id] for it in sets["sciq"].items)
