@@ -120,8 +120,10 @@ class VerifySettings:
 class GenerationSettings:
     """Backends as ``NAME`` (local: model from ``models.ROLE``) or ``NAME:MODEL`` (remote)."""
 
-    draft: str = "llama-cpp"  # llama-cpp | transformers | openai:MODEL | anthropic:MODEL
-    heavy: str = "llama-cpp"  # e.g. anthropic:claude-sonnet-4-6
+    # llama-server (llama.cpp's server engine, a prebuilt wheel) | llama-cpp (llama-cpp-python,
+    # an optional compiled extra) | transformers | openai:MODEL | anthropic:MODEL
+    draft: str = "llama-server"
+    heavy: str = "llama-server"  # e.g. anthropic:claude-sonnet-4-6
     policy: str = "lazy"  # lazy | eager | routed | draft-only | heavy-only
     eager_heavy: bool = True  # eager also starts the heavy generation, not only the rerank
     # ... even with both models on this machine; off: on 2 cores both then get slower
@@ -136,6 +138,9 @@ class GenerationSettings:
     openai_api_key_env: str = "OPENAI_API_KEY"
     anthropic_base_url: str = ""
     threads: int = 0  # CPU threads for local models; 0: all cores
+    # requests one local model serves at once (llama-server's slots, continuously batched);
+    # 0: two per core, 2 to 8
+    parallel: int = 0
     prompt_cache: bool = True  # llama.cpp reuses the previous prompt's prefix (off in benchmarks)
     warm_states: int = 1024  # prefill draft prompts of collections up to this many chunks; 0 off
     # llama.cpp models run in a worker process ("process": a native crash fails one answer,

@@ -1,10 +1,10 @@
-"""The app on the real local models survives ``kill -9`` of a model worker mid-answer.
+"""The app on the real local models survives ``kill -9`` of a model server mid-answer.
 
 The app is built as ``python app.py`` builds it (a ``Service`` with failover tiers, the
 ledger and the audit), launched on loopback and asked through ``gradio_client``. The
-draft's worker is killed while it drafts: the heavy tier answers instead. The heavy
-worker is killed while it writes: the user gets a one-line error. Each time the next
-question is answered, by a fresh worker. Two sessions asking at once both get their
+draft's model server process is killed while it drafts: the heavy tier answers instead.
+The heavy's is killed while it writes: the user gets a one-line error. Each time the next
+question is answered, by a fresh process. Two sessions asking at once both get their
 own answers.
 """
 
@@ -16,13 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from specrag.generators.worker import workers
+from specrag.generators.llama_server import servers
 from specrag.ui.app import build
 from tests.support.env import make_settings
 from tests.support.fakes import launch
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+pytest.importorskip("xllamacpp", reason="xllamacpp is in requirements.txt")
 
 LEAVE = "How many days of paid annual leave do employees get?"
 EXPENSES = "Within how many days must expense claims be submitted?"
@@ -41,7 +41,7 @@ def app(tmp_path_factory):
     url = launch(demo)
     yield demo, url
     demo.close()
-    for w in workers():
+    for w in servers():
         w.close()
 
 
@@ -52,9 +52,9 @@ def client(app):
     return Client(app[1], verbose=False)
 
 
-def _worker(role: str):
-    found = [w for w in workers() if w.label.startswith(role + " ")]
-    assert len(found) == 1, [w.label for w in workers()]
+def _server(role: str):
+    found = [w for w in servers() if w.label.startswith(role + " ")]
+    assert len(found) == 1, [w.label for w in servers()]
     return found[0]
 
 
@@ -65,7 +65,7 @@ def _kill_when_busy(role: str, timeout_s: float = 120) -> threading.Thread:
     def watch():
         deadline = time.time() + timeout_s
         while time.time() < deadline:
-            ws = [w for w in workers() if w.label.startswith(role + " ") and w.busy and w.pid]
+            ws = [w for w in servers() if w.label.startswith(role + " ") and w.busy and w.pid]
             if ws:
                 time.sleep(0.2)  # mid-answer, not before its first token
                 os.kill(ws[0].pid, signal.SIGKILL)
@@ -85,7 +85,7 @@ def _service(app):
 
 def test_killed_draft_worker_escalates_and_the_next_question_works(app, client):
     client.predict(LEAVE, "handbook", "lazy", api_name="/chat")  # models loaded, workers up
-    pid = _worker("draft").pid
+    pid = _server("draft").pid
     watcher = _kill_when_busy("draft")
     # a question no worker has seen: one just asked comes back from llama.cpp's prompt
     # cache before the watcher's 0.2 s (a one-chunk draft prompt), and the heavy test
@@ -99,7 +99,7 @@ def test_killed_draft_worker_escalates_and_the_next_question_works(app, client):
     assert any(x["stage"] == "draft" and "SIGKILL" in x["error"] for x in rows)
     r2 = client.predict(LEAVE, "handbook", "draft-only", api_name="/chat")
     assert r2["tier"] == "draft" and "25" in r2["answer"] and not r2["draft_error"]
-    assert _worker("draft").pid not in (None, pid) and _worker("draft").restarts == 1
+    assert _server("draft").pid not in (None, pid) and _server("draft").restarts == 1
 
 
 def test_killed_heavy_worker_gives_a_one_line_error_then_answers(app, client):
@@ -117,7 +117,7 @@ def test_killed_heavy_worker_gives_a_one_line_error_then_answers(app, client):
     r = client.predict(EXPENSES, "handbook", "heavy-only", api_name="/chat")
     assert r["tier"] == "heavy" and "30" in r["answer"]
     assert heavy.breakers[0].consecutive_failures == 0
-    assert _worker("heavy").restarts == 1
+    assert _server("heavy").restarts == 1
 
 
 def test_two_sessions_at_once_each_get_their_own_answer(app):

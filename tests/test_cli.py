@@ -92,7 +92,7 @@ def test_ask_streams_answers_and_audits_like_the_app(tmp_path, cli, monkeypatch)
     q = "How many weeks of parental leave do new parents receive?"
     answer = json.loads(cli("ask", q, "--json", check=0).stdout)
     assert "16" in answer["answer"] and answer["tier"] in ("draft", "heavy")
-    assert answer["verdict"]["threshold"] == 0.59 and answer["usage"][0]["backend"] == "llama-cpp"
+    assert answer["verdict"]["threshold"] == 0.59 and answer["usage"][0]["backend"] == "llama-server"
     assert answer["timings_ms"]["total"] >= answer["timings_ms"]["draft"] > 0
     streamed = cli("ask", q, "--policy", "heavy-only", check=0).stdout
     assert "heavy model answering from the top" in streamed

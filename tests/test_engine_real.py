@@ -12,7 +12,7 @@ from tests.support.docs import write_handbook
 from tests.support.env import make_settings
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+pytest.importorskip("xllamacpp", reason="xllamacpp is in requirements.txt")
 
 # the 0.5B Qwen as the local heavy model keeps CI fast; the default is the 1.5B
 HEAVY = "manifest:qwen2.5-coder-0.5b-instruct"
@@ -43,7 +43,7 @@ def test_answerable_question_is_answered_and_grounded(rag):
     assert (ans.tier == "draft") == cleared
     t = ans.timings_ms
     assert 0 < t["draft_ttft"] <= t["draft"] and t["verify"] > 0 and t["total"] >= t["draft"]
-    assert ans.usage[0].backend == "llama-cpp" and ans.usage[0].output_tokens > 0
+    assert ans.usage[0].backend == "llama-server" and ans.usage[0].output_tokens > 0
     assert ans.cost_usd == 0.0  # local models cost nothing
 
 

@@ -10,7 +10,11 @@ from tests.support.env import make_settings
 
 
 def test_an_unknown_option_is_an_error_naming_it(tmp_path):
-    s = make_settings(tmp_path, **{"generation.options": {"llama-cpp": {"n_ctxx": 8192}}})
+    s = make_settings(tmp_path, **{"generation.options": {"llama-server": {"n_ctxx": 8192}}})
+    with pytest.raises(ValueError, match=r"'llama-server' has no option 'n_ctxx'; it takes: .*n_ctx"):
+        from_settings("draft", s)
+    s = make_settings(tmp_path, **{"generation.draft": "llama-cpp",
+                                   "generation.options": {"llama-cpp": {"n_ctxx": 8192}}})
     with pytest.raises(ValueError, match=r"'llama-cpp' has no option 'n_ctxx'; it takes: .*n_ctx"):
         from_settings("draft", s)
     with pytest.raises(ValueError, match="has no option 'retries'"):
@@ -33,8 +37,21 @@ def test_load_in_8bit_reaches_the_transformers_loading_call(tmp_path):
         make_generator("transformers:x", load_in="3bit")
 
 
+def test_llama_server_options_reach_the_server_process(tmp_path):
+    s = make_settings(tmp_path, **{"generation.threads": 1, "generation.parallel": 3,
+                                   "generation.options": {"llama-server": {"n_ctx": 2048,
+                                                                           "logprobs": False}}})
+    draft = from_settings("draft", s)
+    assert draft.name == "llama-server" and draft.options["role"] == "draft"
+    gen = draft.build()  # the backend, its model file resolved, no process yet
+    assert gen.config["n_ctx"] == 2048 and gen.config["threads"] == 1
+    assert gen.config["parallel"] == 3 and gen.logprobs is False
+    assert gen.config["model_path"].endswith(".gguf") and gen._server is None
+
+
 def test_llama_cpp_and_remote_options_reach_their_backends(tmp_path):
     s = make_settings(tmp_path, **{
+        "generation.draft": "llama-cpp",
         "generation.heavy": "openai:backup", "generation.threads": 1,
         "generation.options": {"llama-cpp": {"n_ctx": 2048, "logprobs": False},
                                "openai": {"timeout_s": 7.5}}})
@@ -72,8 +89,8 @@ def test_the_fake_backend_exists_only_where_test_support_is_imported():
                           "make_generator('fake:x')"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "unknown generator backend 'fake'" in out.stderr
     # one notion of "local" for costs, retries and breakers, declared by each backend
-    assert [is_local_backend(b) for b in ("llama-cpp", "transformers", "fake", "openai",
-                                          "anthropic", "nope")] == [True] * 3 + [False] * 3
+    assert [is_local_backend(b) for b in ("llama-server", "llama-cpp", "transformers", "fake",
+                                          "openai", "anthropic", "nope")] == [True] * 4 + [False] * 3
 
 
 def test_two_local_models_generating_at_once_split_the_cores(tmp_path):

@@ -74,7 +74,16 @@ def register(name: str):
 
 
 def _load_backends() -> None:
-    from specrag.generators import anthropic_backend, llamacpp, openai_compat, transformers_backend  # noqa: F401
+    from specrag.generators import (  # noqa: F401
+        anthropic_backend,
+        llama_server,
+        openai_compat,
+        transformers_backend,
+    )
+    try:  # the llama-cpp-python runtime is an optional extra (a compiled build)
+        from specrag.generators import llamacpp  # noqa: F401
+    except ImportError:
+        pass
 
 
 def is_local_backend(name: str) -> bool:

@@ -21,7 +21,7 @@ from specrag.generators.state_folders import root_for
 from specrag.settings import Settings
 
 # local backends whose model file comes from ``models.ROLE`` (resolved lazily by ``sources``)
-FILE_BACKENDS = ("llama-cpp", "transformers")
+FILE_BACKENDS = ("llama-server", "llama-cpp", "transformers")
 
 
 def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
@@ -30,6 +30,10 @@ def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
     error at start-up that names it, not a setting silently ignored."""
     g = settings.generation
     options: dict = {}
+    if backend == "llama-server":
+        options = {"threads": local_threads(settings), "prompt_cache": g.prompt_cache,
+                   "parallel": g.parallel, "role": role,
+                   "log_dir": str(settings.data_path / "logs")}
     if backend == "llama-cpp":
         options = {"threads": local_threads(settings), "prompt_cache": g.prompt_cache,
                    "isolation": g.local_isolation, "extra_bufts": g.extra_bufts, "role": role}
@@ -77,7 +81,8 @@ class _Lazy:
         """The backend itself, its model file resolved, nothing loaded."""
         path = sources.resolve(self.role, self.settings)
         options = dict(self.options)
-        if self.role == "draft" and self.name == "llama-cpp" and "lora_path" not in options:
+        if (self.role == "draft" and self.name in ("llama-server", "llama-cpp")
+                and "lora_path" not in options):
             adapter = sources.draft_adapter(self.settings)
             options["lora_path"] = str(adapter) if adapter else ""
         return make_generator(f"{self.name}:{path.stem}", model_path=path, **options)

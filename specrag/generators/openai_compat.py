@@ -5,6 +5,9 @@ reads the server-sent events. Usage comes from the final chunk when the server
 honours ``stream_options.include_usage``; otherwise output tokens are counted as
 streamed deltas and input tokens are estimated at four characters per token (marked
 by ``estimated`` in the logs). The key, if any, is read from the env var named.
+``extra_body`` adds fields to every request (llama.cpp's ``cache_prompt``, say); where the
+server reports them, the prompt tokens its cache held (llama.cpp's ``timings.cache_n``)
+and the chosen tokens' log-probabilities (``logprobs: true``) land in the ``Usage``.
 
 Deliberately not here: the ``openai`` package (one HTTP call does not need it).
 """
@@ -25,11 +28,13 @@ class OpenAICompatGenerator:
     name = "openai"
 
     def __init__(self, model: str = "", base_url: str = "http://127.0.0.1:8000/v1",
-                 api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0):
+                 api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0,
+                 extra_body: dict | None = None):
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
+        self.extra_body = dict(extra_body or {})
 
     def warm_up(self) -> "OpenAICompatGenerator":
         return self
@@ -38,13 +43,14 @@ class OpenAICompatGenerator:
         import httpx
 
         headers = {"Content-Type": "application/json"}
-        if os.environ.get(self.api_key_env):
+        if self.api_key_env and os.environ.get(self.api_key_env):
             headers["Authorization"] = f"Bearer {os.environ[self.api_key_env]}"
         body = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
                 "temperature": temperature, "stream": True,
-                "stream_options": {"include_usage": True}}
+                "stream_options": {"include_usage": True}, **self.extra_body}
         timer = Timer()
         deltas, usage, finished = 0, None, False
+        cached, logprobs = 0, []
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s) as client:
                 async with client.stream("POST", f"{self.base_url}/chat/completions",
@@ -67,7 +73,10 @@ class OpenAICompatGenerator:
                             raise GenerationError(f"{self.base_url}: malformed stream event",
                                                   retryable=True) from None
                         usage = event.get("usage") or usage
+                        cached = int((event.get("timings") or {}).get("cache_n", cached))
                         for choice in event.get("choices") or []:
+                            logprobs += [float(t.get("logprob", 0.0)) for t in
+                                         (choice.get("logprobs") or {}).get("content") or ()]
                             finished = finished or bool(choice.get("finish_reason"))
                             text = (choice.get("delta") or {}).get("content")
                             if text:
@@ -79,10 +88,11 @@ class OpenAICompatGenerator:
                                   retryable=True) from None
         if not finished:  # the connection closed before the server said it was done
             raise GenerationError(f"{self.base_url}: stream ended early", retryable=True)
+        extra = {"state_tokens": cached, "logprobs": tuple(logprobs)}
         if usage:
             yield Usage("openai", self.model, int(usage.get("prompt_tokens", 0)),
                         int(usage.get("completion_tokens", deltas)), timer.ttft_ms,
-                        timer.total_ms)
+                        timer.total_ms, **extra)
         else:
             yield Usage("openai", self.model, estimate_tokens(messages), deltas, timer.ttft_ms,
-                        timer.total_ms)  # the server reported no usage
+                        timer.total_ms, **extra)  # the server reported no usage

@@ -105,10 +105,10 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
     from specrag.tune import gguf_model, lora
 
     backend = engine.settings.generation.draft.split(":", 1)[0]
-    if backend != "llama-cpp":
+    if backend not in ("llama-server", "llama-cpp"):
         raise SpecragError(f"draft distillation fine-tunes a local GGUF draft model; the draft "
                            f"tier is '{engine.settings.generation.draft}': tune with --steps "
-                           "calibrate,router, or set generation.draft to llama-cpp")
+                           "calibrate,router, or set generation.draft to llama-server")
     base = sources.resolve("draft", engine.settings)
     # resumable: the same base, questions and recipe give the same model; keep it
     adapter = sources.draft_adapter(engine.settings)
