@@ -1,10 +1,11 @@
 """Time to first token and decode speed of a local GGUF model through llama.cpp.
 
-``specrag bench llm-speed MODEL.gguf [...] [--isolation thread] [--extra-bufts]``
-builds the draft prompt for three HaluEval-QA passages (about 430-450 prompt tokens),
-runs it through ``LlamaCppGenerator`` (in its worker process unless ``--isolation
-thread``) without the prompt cache, generates 64 tokens and prints load time, first-token
-time and decode tokens/s (best of three runs).
+``specrag bench llm-speed MODEL.gguf [...] [--runtime llama-server,llama-cpp]
+[--isolation thread] [--extra-bufts]`` builds the draft prompt for three HaluEval-QA
+passages (about 430-450 prompt tokens), runs it through each runtime without the prompt
+cache (``llama-server``: llama.cpp's server engine, the prebuilt wheel; ``llama-cpp``:
+llama-cpp-python in its worker process unless ``--isolation thread``), generates 64
+tokens and prints load time, first-token time and decode tokens/s (best of three runs).
 
 ``--shapes`` (``shapes()``) times the first token of the draft prompt as it is served,
 in three shapes: whole chunks with nothing cached, whole chunks after another question
@@ -41,18 +42,24 @@ QUESTION = "The Oberoi family is part of a hotel company that has a head office 
 
 
 def measure(path: str, threads: int = 2, new_tokens: int = 64, isolation: str = "process",
-            extra_bufts: bool = False, runs: int = 3) -> dict:
-    """Best of ``runs`` through ``LlamaCppGenerator``, as the app serves the model."""
+            extra_bufts: bool = False, runs: int = 3, runtime: str = "llama-cpp") -> dict:
+    """Best of ``runs`` through the runtime's generator, as the app serves the model."""
     import asyncio
-
-    from specrag.generators.llamacpp import LlamaCppGenerator
 
     chunks = [Chunk(f"c{i}", "d", f"doc{i}.txt", p, i, 0, len(p), "h", "v")
               for i, p in enumerate(PASSAGES)]
     messages = build_messages(QUESTION, chunks, "draft")
     t0 = time.perf_counter()
-    gen = LlamaCppGenerator(model_path=path, threads=threads, prompt_cache=False,
-                            isolation=isolation, extra_bufts=extra_bufts).warm_up()
+    if runtime == "llama-server":
+        from specrag.generators.llama_server import LlamaServerGenerator
+
+        gen = LlamaServerGenerator(model_path=path, threads=threads, prompt_cache=False,
+                                   role="bench").warm_up()
+    else:
+        from specrag.generators.llamacpp import LlamaCppGenerator  # the optional extra
+
+        gen = LlamaCppGenerator(model_path=path, threads=threads, prompt_cache=False,
+                                isolation=isolation, extra_bufts=extra_bufts).warm_up()
     load_s = time.perf_counter() - t0
 
     async def once():
@@ -69,7 +76,8 @@ def measure(path: str, threads: int = 2, new_tokens: int = 64, isolation: str = 
     try:
         for _ in range(runs):  # the prompt cache is off: every run prefills the whole prompt
             first, n, total, usage = asyncio.run(once())
-            run = {"model": str(path).rsplit("/", 1)[-1], "isolation": isolation,
+            run = {"model": str(path).rsplit("/", 1)[-1], "runtime": runtime,
+                   "isolation": isolation,
                    "extra_bufts": extra_bufts, "prompt_tokens": usage.input_tokens,
                    "load_s": round(load_s, 2), "ttft_s": round(first, 3),
                    "decode_tok_s": round((n - 1) / max(1e-9, total - first), 1)}

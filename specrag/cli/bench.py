@@ -80,6 +80,8 @@ def add_parsers(sub) -> None:
                                           "through llama.cpp")
     p.add_argument("models", nargs="+", help="GGUF files")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--runtime", default="llama-server",
+                   help="comma-separated: llama-server (the default runtime) and/or llama-cpp")
     p.add_argument("--isolation", choices=("process", "thread"), default="process")
     p.add_argument("--extra-bufts", action="store_true", help="let llama.cpp repack weights")
     p.add_argument("--shapes", action="store_true",
@@ -188,8 +190,9 @@ def cmd_llm_speed(args, _settings) -> int:
         if args.shapes:
             print(json.dumps(llm_speed.shapes(model, args.threads, args.words), indent=1))
             continue
-        print(llm_speed.measure(model, args.threads, isolation=args.isolation,
-                                extra_bufts=args.extra_bufts), flush=True)
+        for runtime in args.runtime.split(","):
+            print(llm_speed.measure(model, args.threads, isolation=args.isolation,
+                                    extra_bufts=args.extra_bufts, runtime=runtime), flush=True)
     return 0
 
 
