@@ -3,7 +3,7 @@
 This module makes the ``bench`` command and the benchmarks of parts and speed:
 ``retrieval`` (int8 vs fp32 embedder, dense vs hybrid), ``chaos`` (faults and
 concurrent sessions), ``verifier`` and ``reranker`` (the cross-encoders), ``llm-speed``
-(a GGUF's first token and decode speed), ``concurrency`` (what a second user waits),
+(a GGUF's first token and decode speed), ``concurrency`` (1 to 8 users at once per runtime),
 ``policy-timing`` (stage timings per policy), ``warm-states`` (first questions with and
 without warmed draft prompts) and ``ingest`` (parse and chunk seconds per MB by format
 and size). The benchmarks of answers (``e2e``, ``report``, ``reverify``, ``prompts``,
@@ -15,10 +15,13 @@ with explicit arguments); this module parses arguments, calls them and prints.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 from pathlib import Path
+
+from specrag.pipeline.events import POLICIES
 
 
 def _progress(args) -> bool:
@@ -89,11 +92,23 @@ def add_parsers(sub) -> None:
     p.add_argument("--words", type=int, default=60, help="--shapes: words per cut chunk")
     p.set_defaults(func=cmd_llm_speed)
 
-    p = bsub.add_parser("concurrency", help="what a second user waits while the first one's "
-                                            "question runs")
-    p.add_argument("policy", nargs="?", default="draft-only")
+    p = bsub.add_parser("concurrency", help="1, 2, 4 and 8 users at once on each local "
+                                            "runtime: first token, answer, tokens/s")
+    p.add_argument("--sessions", type=_counts, default=(1, 2, 4, 8),
+                   help="simultaneous sessions to measure, comma-separated (default 1,2,4,8)")
+    p.add_argument("--runtimes", type=_names, default=("llama-cpp", "llama-server"),
+                   help="generation.draft/heavy backends, comma-separated "
+                        "(default llama-cpp,llama-server)")
+    p.add_argument("--rounds", type=int, default=2, help="rounds of every question per "
+                                                         "session count (default 2)")
+    p.add_argument("--policy", default="draft-only", choices=list(POLICIES))
+    p.add_argument("--warm", action="store_true", help="keep the prompt cache and warm the "
+                   "collection first (default: off, every first token pays its prefill)")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="draft tokens at most (default generation.draft_max_tokens)")
     p.add_argument("--collection", default="handbook")
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--out", default="bench-results/concurrency",
+                   help="results folder (concurrency.json, concurrency.md, data/)")
     p.set_defaults(func=cmd_concurrency)
 
     p = bsub.add_parser("policy-timing", help="stage timings of the same questions under "
@@ -196,18 +211,36 @@ def cmd_llm_speed(args, _settings) -> int:
     return 0
 
 
-def cmd_concurrency(args, settings) -> int:
-    import asyncio
-
-    from specrag.bench import concurrency
-    from specrag.pipeline.build import build_service
-
-    service = build_service(settings).warm_up()
+def _counts(text: str) -> tuple[int, ...]:
+    """``--sessions 1,2,4,8``: positive whole numbers."""
     try:
-        print(asyncio.run(concurrency.measure(service, args.policy, args.collection,
-                                              args.rounds)))
-    finally:
-        service.close()
+        counts = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive numbers like 1,2,4,8, not {text!r}")
+    return counts
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected names like llama-cpp,llama-server")
+    return names
+
+
+def cmd_concurrency(args, settings) -> int:
+    from specrag.bench import concurrency
+
+    out = Path(args.out)
+    s = concurrency.prepare(settings, out, args.collection)
+    result = concurrency.run(s, runtimes=args.runtimes, sessions=args.sessions,
+                             rounds=args.rounds, policy=args.policy, warm=args.warm,
+                             max_tokens=args.max_tokens, collection=args.collection,
+                             progress=lambda m: print(m, file=sys.stderr, flush=True))
+    concurrency.write(result, out)
+    print(concurrency.to_markdown(result))
+    print(f"written to {out}/concurrency.json and concurrency.md")
     return 0
 
 
