@@ -12,8 +12,9 @@ ignore. So a client sees:
 3. the answer as ``content``: an accepted draft in one chunk once it is verified; a
    heavy answer token by token as the heavy model writes it;
 4. a last chunk with ``finish_reason: "stop"`` and the ``specrag`` field (tier, draft,
-   verdict, citations, warnings, the exact answer text, ...), then, when the request
-   asked for ``stream_options.include_usage``, a usage chunk with no choices.
+   verdict, citations, sources, sourced, warnings, the exact answer text, ...), then,
+   when the request asked for ``stream_options.include_usage``, a usage chunk with no
+   choices.
 
 One exception to the rule: a heavy answer that streamed and was then withheld (it
 obeyed an instruction planted in a document) cannot be taken back, so its warning and

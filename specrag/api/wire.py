@@ -16,7 +16,8 @@ Out: ``completion(...)`` is a ``chat.completion`` whose ``choices[0].message.con
 the final answer's text; ``chunk(...)`` is one ``chat.completion.chunk``; ``usage``
 adds up the answer's generation calls; ``extras(answer)`` is the ``specrag`` field
 both carry (tier, draft, verdict, citations, warnings, ...: ``Answer.to_dict`` less
-the question).
+the question), with ``sources`` (the documents and pages the answer came from) and
+``sourced`` (false: no source in the documents supports it).
 
 Deliberately not here: HTTP, auth and the order of streamed chunks (``app``, ``stream``).
 """

@@ -1,7 +1,8 @@
 """``specrag ask``: render the engine's events on a terminal or as JSON lines.
 
 Human mode streams the draft as it is generated, then the verdict, then the heavy
-answer when there is one, and a timing/cost line. ``--json`` prints one JSON object
+answer when there is one, the "Sources:" line (the documents and pages the answer came
+from, or that no source in the documents supports it) and a timing/cost line. ``--json`` prints one JSON object
 per answer; ``--questions FILE`` answers one question per line in one process and
 writes JSON lines (the models load once).
 
@@ -106,7 +107,8 @@ async def _render(engine, question, policy, collection) -> None:
                 out.write(f"\nwarning: {w}")
             if a.text != shown:  # withheld: what streamed above is not the answer
                 out.write(f"\nanswer: {a.text}")
-            out.write("\n" + summary(a) + "\n")
+            # the documents it came from, or that none supports it (``Answer.sources``)
+            out.write(f"\n{a.sources_line}\n" + summary(a) + "\n")
         out.flush()
 
 

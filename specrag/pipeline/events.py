@@ -52,6 +52,28 @@ class Citation:
     chunk_id: str
 
 
+NO_SOURCE = "No source in the documents supports this answer."
+
+
+@dataclass(frozen=True)
+class Source:
+    """A document page the answer came from (``Answer.sources``): the chunk the verdict found
+    an answer sentence supported by, at or above ``verify.supported_threshold``, or that an
+    ``[n]`` in the answer cites. One per (source, page): ``chunk_id`` is the first such chunk."""
+
+    source: str
+    page: int | None
+    chunk_id: str
+    doc_id: str | None = None
+    sentences: int = 0  # answer sentences whose best support is here
+    cited: bool = False  # an ``[n]`` of the answer names it
+
+    @property
+    def where(self) -> str:
+        """"leave.pdf p. 3", or "handbook.md" for a document without pages."""
+        return self.source + (f" p. {self.page}" if self.page else "")
+
+
 @dataclass(frozen=True)
 class Answer:
     question: str
@@ -78,6 +100,9 @@ class Answer:
     # removed from a document, a withheld answer that obeyed one, an unverified draft
     warnings: tuple[str, ...] = ()
     searched_for: str = ""  # a follow-up's standalone rewrite (``pipeline.followup``)
+    # the documents it came from, by first use (``pipeline.provenance``): the shown
+    # verdict's supporting chunks, then the ``[n]`` citations
+    sources: tuple[Source, ...] = ()
 
     @property
     def shown_verdict(self) -> Verdict | None:
@@ -105,6 +130,24 @@ class Answer:
         return ""
 
     @property
+    def sourced(self) -> bool:
+        """Does a chunk of the documents support a sentence of the shown answer?"""
+        return any(s.sentences for s in self.sources)
+
+    @property
+    def sources_line(self) -> str:
+        """The line every renderer shows under the answer: "Sources: leave.pdf p. 3,
+        handbook.md", or that no source in the documents supports it."""
+        listed = ", ".join(s.where for s in self.sources)
+        if self.sourced:
+            return f"Sources: {listed}"
+        if not self.sources:
+            return NO_SOURCE
+        if self.shown_verdict is None:  # cited, but nothing checked the answer against them
+            return f"Cited, not checked against the documents: {listed}"
+        return f"{NO_SOURCE} Cited: {listed}"
+
+    @property
     def accepted(self) -> bool:
         return self.tier == "draft" and self.verdict is not None and self.verdict.accepted
 
@@ -123,6 +166,7 @@ class Answer:
             if self.heavy_verdict and self.heavy else None,
             "supported": self.supported, "support_note": self.support_note or None,
             "citations": [c.__dict__ for c in self.citations],
+            "sources": [dict(s.__dict__) for s in self.sources], "sourced": self.sourced,
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
             "usage": [usage(u) for u in self.usage], "cost_usd": self.cost_usd,
             "heavy_only_cost_usd": self.heavy_only_cost_usd,

@@ -10,7 +10,8 @@ less those the reranker calls irrelevant, ``heavy_pick``;
 each prompt chunk cut to ``draft_words`` / ``heavy_words`` about the question when set,
 ``prompts.cut_for``) and, under ``eager``, ``start_eager`` / ``cancel_eager`` (rerank and
 heavy generation started beside the draft, into a bounded buffer). ``final`` makes the
-``Answer``: citations, usage, cost and what heavy-only would have cost.
+``Answer``: citations, sources (``provenance``), usage, cost and what heavy-only would
+have cost.
 
 Deliberately not here: which phases run (the policy, ``engine``) and the parts
 themselves (the engine's retriever, tiers, verifier and reranker).
@@ -23,10 +24,10 @@ import contextlib
 from dataclasses import replace
 
 from specrag.generators.base import Usage
-from specrag.pipeline import costs, draft_pick, heavy_pick
+from specrag.pipeline import costs, draft_pick, heavy_pick, provenance
 from specrag.pipeline.early import SentenceWatch
-from specrag.pipeline.events import Answer, Citation, Draft, Generation, HeavyAnswer, StageEvent
-from specrag.pipeline.prompts import NOT_FOUND, build_messages, cited_numbers, cut_for
+from specrag.pipeline.events import Answer, Draft, Generation, HeavyAnswer, StageEvent
+from specrag.pipeline.prompts import NOT_FOUND, build_messages, cut_for
 from specrag.retrieval.fusion import fuse_orders
 from specrag.security import injection, redacting
 from specrag.types import Hit
@@ -230,26 +231,28 @@ class QuestionRun:
     # -- the answer -------------------------------------------------------------------
     def final(self, text: str, tier: str) -> StageEvent:
         self.timings["total"] = self.clock()
-        prices = self.s.generation.prices
         used = self.heavy.chunks if tier == "heavy" and self.heavy else (
             self.draft.chunks if self.draft else ())
-        numbers = [n for n in cited_numbers(text) if 1 <= n <= len(used)]
-        citations = tuple(Citation(n, used[n - 1].source, used[n - 1].page, used[n - 1].text,
-                                   used[n - 1].id) for n in numbers)
-        spent = sum(costs.cost(u, prices) for u in self.usage if u)
-        text, warnings = self._checked(text, tier)
+        citations = provenance.citations(text, used)
+        spent = sum(costs.cost(u, self.s.generation.prices) for u in self.usage if u)
+        shown, warnings = self._checked(text, tier)
         heavy_only_usd, heavy_only_tokens = self._heavy_only()
+        verify_chunks = getattr(self, "verify_chunks", ())
+        # the shown text's verdict and its chunks; a withheld text has no sources
+        found = () if shown != text else provenance.sources(
+            *((self.heavy_verdict, used) if tier == "heavy" else (self.verdict, verify_chunks)),
+            citations, getattr(self.e.verifier, "supported_threshold",
+                               self.s.verify.supported_threshold), used)
         answer = Answer(
-            question=self.asked, text=text,
-            searched_for=self.question if self.question != self.asked else "", tier=tier, policy=self.policy, draft=self.draft,
-            verdict=self.verdict, heavy=self.heavy, heavy_verdict=self.heavy_verdict,
-            citations=citations, hits=self.hits,
-            verify_chunks=getattr(self, "verify_chunks", ()), timings_ms=dict(self.timings),
+            question=self.asked, text=shown, sources=found,
+            searched_for=self.question if self.question != self.asked else "", tier=tier,
+            policy=self.policy, draft=self.draft, verdict=self.verdict, heavy=self.heavy,
+            heavy_verdict=self.heavy_verdict, citations=citations, hits=self.hits,
+            verify_chunks=verify_chunks, timings_ms=dict(self.timings),
             usage=tuple(u for u in self.usage if u), cost_usd=spent,
             heavy_only_cost_usd=heavy_only_usd, heavy_only_tokens=heavy_only_tokens,
-            heavy_cancelled=self.heavy_cancelled,
-            draft_error=self.draft_error, route=self.route, early_rejected=self.early_rejected,
-            warnings=warnings)
+            heavy_cancelled=self.heavy_cancelled, draft_error=self.draft_error,
+            route=self.route, early_rejected=self.early_rejected, warnings=warnings)
         return StageEvent("final", self.clock(), answer=answer)
 
     def _checked(self, text: str, tier: str) -> tuple[str, tuple[str, ...]]:

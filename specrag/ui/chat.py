@@ -7,11 +7,13 @@ its bar (when the acceptance model is on), and one row per draft sentence, colou
 supported / unsupported, whose supporting chunk shows on hover (``title``) and on expand
 (``<details>``); an accepted draft is marked accepted; on rejection the heavy answer
 streams in a second column beside the draft and is marked as the answer, with its own
-verdict (supported by the documents, or not). Citations (source, page, chunk text) and a
-timing/cost line come with the ``final`` event. Each citation and each sentence's
-supporting chunk carries a "view source" button (``data-chunk``, ``data-collection``)
-that ``ui.viewer`` opens. Every document or answer text goes through ``html.escape``:
-documents may contain markup, and none of it may reach the page as markup.
+verdict (supported by the documents, or not). Beside the verdict of the card that is the
+answer: what a follow-up was searched as and, with the ``final`` event, the documents the
+answer came from (``ui.answer_html.facts_html``); then citations (source, page, chunk
+text) and a timing/cost line. Each citation, source and sentence's supporting chunk
+carries a "view source" button (``data-chunk``, ``data-collection``) that ``ui.viewer``
+opens. Every document or answer text goes through ``html.escape``: documents may contain
+markup, and none of it may reach the page as markup.
 
 Pure functions: no Gradio, no engine calls, no decisions the engine makes (tier,
 acceptance, citations all come from its events).
@@ -23,19 +25,14 @@ import re
 from html import escape
 
 from specrag.grounding.text import CITATION
-from specrag.pipeline.summary import cost_parts, timing_parts
+from specrag.ui.answer_html import citations_html, facts_html, meta_line, warnings_html
+from specrag.ui.answer_html import open_source as _open_source
+from specrag.ui.answer_html import text_html as _text
+from specrag.ui.answer_html import where_html as _where
 from specrag.ui.turn import Turn
 
 
 # -- pieces ---------------------------------------------------------------------------
-def _text(s: str) -> str:
-    return escape(s.strip()).replace("\n", "<br>")
-
-
-def _where(source: str, page) -> str:
-    return escape(source) + (f" · p.{int(page)}" if page else "")
-
-
 def _verify_chunks(turn: Turn) -> tuple:
     # best_chunk indexes Answer.verify_chunks, which only arrives with ``final``; until
     # then the verifier's chunks are the head of the retrieved list, in the same order
@@ -139,44 +136,6 @@ def _card(kind: str, badge: str, badge_cls: str, model: str, body: str, streamin
             f'<div class="sr-text">{body}{caret}</div>{extra}</section>')
 
 
-def _open_source(chunk_id: str, collection: str | None) -> str:
-    """The button that opens a chunk in the source viewer (``ui.viewer`` handles the click)."""
-    if not chunk_id or not collection:
-        return ""
-    return (f'<button type="button" class="sr-open" data-chunk="{escape(chunk_id)}" '
-            f'data-collection="{escape(collection)}">view source</button>')
-
-
-def citations_html(answer) -> str:
-    if answer is None or not answer.citations:
-        return ""
-    # a Citation names its chunk, not the chunk's collection: the answer's chunks do
-    where = {c.id: c.collection for c in (*(h.chunk for h in answer.hits), *answer.verify_chunks)}
-    items = "".join(
-        f'<li><details><summary><span class="sr-cnum">[{c.number}]</span> '
-        f'{_where(c.source, c.page)}{_open_source(c.chunk_id, where.get(c.chunk_id))}'
-        f'</summary><blockquote>{_text(c.text)}</blockquote>'
-        f"</details></li>" for c in answer.citations)
-    return f'<div class="sr-citations"><h4>Sources</h4><ol>{items}</ol></div>'
-
-
-def meta_line(answer) -> str:
-    """Per-answer timing and cost, one line (the facts of ``pipeline.summary``)."""
-    if answer is None:
-        return ""
-    parts = [f"<b>{escape(answer.tier)}</b> tier", escape(answer.policy)]
-    parts += [f"{label} {_ms(ms)}" for label, ms in timing_parts(answer)]
-    cost, heavy_only, saved = cost_parts(answer)
-    saved_text = "" if saved is None else f" · saved {saved:.0%}"
-    parts.append(f'cost <span class="sr-cost">${cost:.4f}</span> '
-                 f"(heavy-only ${heavy_only:.4f}{saved_text})")
-    return f'<div class="sr-meta">{" · ".join(parts)}</div>'
-
-
-def _ms(ms: float) -> str:
-    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
-
-
 # -- the turn ---------------------------------------------------------------------------
 def render_turn(turn: Turn) -> str:
     stage = turn.stage
@@ -185,6 +144,10 @@ def render_turn(turn: Turn) -> str:
     has_draft = bool(turn.draft or turn.draft_error) or stage in ("drafting", "verifying") or (
         done and turn.answer.draft is not None)
     heavy_only = done and turn.answer.draft is None and turn.answer.tier == "heavy"
+    # the answer's facts sit with the verdict of the card that is (or will be) the answer
+    on_heavy = heavy_only or (done and turn.answer.tier == "heavy") or (
+        turn.escalated and not done)
+    facts = facts_html(turn) if stage != "retrieving" else ""
     if stage == "retrieving":
         note = escape(turn.note or "retrieving passages…")
         cards.append('<section class="sr-card sr-draft"><div class="sr-text sr-muted">'
@@ -197,7 +160,8 @@ def render_turn(turn: Turn) -> str:
         text = turn.answer.text if final and _withheld(turn) else turn.draft
         shown = _marked(text, turn.checked) if turn.verdict is None else _text(text)
         cards.append(_card("draft", badge, cls, turn.draft_model, shown + failed,
-                           stage == "drafting" and not failed, final, verdict_html(turn)))
+                           stage == "drafting" and not failed, final,
+                           verdict_html(turn) + ("" if on_heavy else facts)))
     if turn.escalated or heavy_only or (done and turn.answer.tier == "heavy"):
         heavy = turn.answer.text if done and _withheld(turn) else turn.heavy
         body = _text(heavy) if heavy else (
@@ -205,15 +169,13 @@ def render_turn(turn: Turn) -> str:
             "reranking passages for the heavy model…</span>")
         label = "heavy · answer" if done else "heavy · writing"
         cards.append(_card("heavy", label, "heavy", turn.heavy_model, body,
-                           not done and bool(turn.heavy), done, heavy_support_html(turn)))
+                           not done and bool(turn.heavy), done,
+                           heavy_support_html(turn) + (facts if on_heavy else "")))
     if stage == "empty" and not cards:
         cards.append(_card("draft", "no passages", "rejected", "", _text(turn.answer.text),
-                           False, True))
+                           False, True, facts))
     route = (f'<div class="sr-route" data-route="{escape(turn.route.route)}">'
              f"{escape(turn.route.label)}</div>" if turn.route is not None else "")
-    if turn.searched_for:  # a follow-up: what was searched and answered
-        route = (f'<div class="sr-rewrite">searched for: <q>{escape(turn.searched_for)}</q>'
-                 f"</div>{route}")
     cols = " sr-two" if len(cards) == 2 else ""
     link = ('<div class="sr-link" aria-hidden="true">→</div>' if len(cards) == 2 else "")
     body = link.join(cards)
@@ -253,14 +215,6 @@ def _withheld(turn: Turn) -> bool:
     a = turn.answer
     return a is not None and bool(a.warnings) and a.text != (
         turn.heavy if a.tier == "heavy" else turn.draft)
-
-
-def warnings_html(answer) -> str:
-    """What the user must read beside the answer (``Answer.warnings``), one line each."""
-    if answer is None or not answer.warnings:
-        return ""
-    items = "".join(f"<li>⚠ {escape(w)}</li>" for w in answer.warnings)
-    return f'<ul class="sr-warnings" role="alert">{items}</ul>'
 
 
 EMPTY = ('<div class="sr-empty"><p>Ask a question about the documents in the selected '
