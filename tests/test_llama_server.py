@@ -106,3 +106,23 @@ def test_a_file_that_is_no_model_fails_with_a_clear_message(tmp_path):
     with pytest.raises(GenerationError, match="model server for broken.gguf did not start"):
         gen.warm_up()
     assert not gen.server.alive()
+
+
+def test_the_warmer_fills_the_servers_cache_so_first_questions_prefill_only_themselves(
+        draft, tmp_path):
+    from types import SimpleNamespace
+
+    from specrag.pipeline.warm_states import StateWarmer
+
+    texts = [f"Policy {n}. " + f"Rule {n} says staff in team {n} file reports weekly. " * 12
+             for n in ("alpha", "bravo", "charlie")]
+    chunks = [chunk(20 + i, t) for i, t in enumerate(texts)]
+    store = SimpleNamespace(visible_chunks=lambda collection, limit=None: chunks[:limit])
+    engine = SimpleNamespace(settings=make_settings(tmp_path), draft=draft,
+                             retriever=SimpleNamespace(store=store))
+    report = StateWarmer(engine, max_chunks=8).warm("handbook")
+    assert report["warmed"] == 3 and report["skipped"] == ""
+    for c in chunks:  # each chunk's first question: the documents come from the cache
+        _, usage = asyncio.run(collect(draft, build_messages("How often are reports filed?",
+                                                             [c]), max_tokens=4))
+        assert usage.state_tokens > 0.8 * usage.input_tokens - 30
