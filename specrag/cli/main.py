@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specrag.cli import ask, audit, bench, config, docs, models, serve, tune, usage, users
+from specrag.cli import ask, audit, bench, config, docs, models, pull, serve, tune, usage, users
 from specrag.settings import Settings
 from specrag.types import SpecragError
 
 # the order of ``specrag --help``; each module imports its heavy parts only when it runs
-GROUPS = (docs, config, ask, serve, audit, models, tune, usage, users, bench)
+GROUPS = (docs, config, ask, serve, audit, models, pull, tune, usage, users, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
