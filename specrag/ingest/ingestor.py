@@ -31,6 +31,7 @@ from typing import Callable, Iterable
 from specrag.ingest.chunker import Chunker
 from specrag.ingest.isolation import parse_isolated
 from specrag.ingest.parsers import SUPPORTED_EXTENSIONS, parse_bytes
+from specrag.retrieval import diskspace
 from specrag.retrieval.embedder import Embedder
 from specrag.retrieval.store import Store, check_collection_name
 from specrag.security.access import authorize
@@ -111,10 +112,13 @@ class Ingestor:
         collection = check_collection_name(collection or self.settings.store.collection)
         authorize(self.settings, "write", collection, principal)  # security: collection ACL
         self.warm_up()
-        with self.store.writing(collection):
-            recovered = self.store.recover(collection)
-            # one registry read for the whole batch instead of one round trip per file
-            known = {d.doc_id: d for d in self.store.documents(collection)}
+        stop = self._no_room()  # a full DATA_DIR ends the ingest before Chroma is asked
+        recovered, known = 0, {}
+        if stop is None:
+            with self.store.writing(collection):
+                recovered = self.store.recover(collection)
+                # one registry read for the whole batch instead of one round trip per file
+                known = {d.doc_id: d for d in self.store.documents(collection)}
         results: list[FileResult | None] = [None] * len(items)
         group: list[tuple[int, ParsedDocument, list[Chunk], float, bool]] = []
         group_ids: set[str] = set()
@@ -131,9 +135,13 @@ class Ingestor:
         for i, (raw_name, read) in enumerate(items):
             t0 = time.perf_counter()
             source = clean_source(raw_name)
-            if doc_id_for(collection, source) in group_ids:
-                self._store_group(group, collection, report, known)  # same name twice: keep order
+            if stop is None and doc_id_for(collection, source) in group_ids:
+                # same name twice: keep order
+                stop = self._store_group(group, collection, report, known)
                 group, group_ids, group_chunks = [], set(), 0
+            if stop is not None:  # every later group would fail the same way: end now
+                report(i, FileResult(source, "failed", reason=f"{source}: not ingested: {stop}"))
+                continue
             try:
                 doc, chunks, existing = self._prepare(source, read, collection, known)
             except IngestError as err:
@@ -141,8 +149,11 @@ class Ingestor:
                                      seconds=time.perf_counter() - t0))
                 continue
             except Exception as err:  # noqa: BLE001 - one bad file must not stop the batch
-                reason = f"{source}: unexpected {type(err).__name__}: {str(err)[:200]}"
-                report(i, FileResult(source, "failed", reason=reason.splitlines()[0],
+                if diskspace.is_full(err, self.settings.data_path):  # e.g. a PDF's copy
+                    stop = diskspace.message(self.settings.data_path,
+                                             diskspace.free_bytes(self.settings.data_path))
+                reason = stop or f"unexpected {type(err).__name__}: {str(err)[:200]}"
+                report(i, FileResult(source, "failed", reason=f"{source}: {reason}".splitlines()[0],
                                      seconds=time.perf_counter() - t0))
                 continue
             if existing is not None and existing.version == doc.sha256:
@@ -153,11 +164,12 @@ class Ingestor:
             group_ids.add(chunks[0].doc_id)
             group_chunks += len(chunks)
             if group_chunks >= GROUP_CHUNKS:
-                self._store_group(group, collection, report, known)
+                stop = self._store_group(group, collection, report, known)
                 group, group_ids, group_chunks = [], set(), 0
         if group:
-            self._store_group(group, collection, report, known)
-        if recovered or any(r is not None and r.status == "replaced" for r in results):
+            stop = self._store_group(group, collection, report, known)
+        if stop is None and (recovered or any(r is not None and r.status == "replaced"
+                                              for r in results)):
             with self.store.writing(collection):  # old versions' text leaves the disk too
                 self.store.scrub(collection)
         return IngestReport(tuple(r for r in results if r is not None))
@@ -197,31 +209,53 @@ class Ingestor:
         return parse_isolated(data, source, timeout_s=c.parse_timeout_s,
                               memory_mb=c.parse_memory_mb, **limits)
 
-    def _store_group(self, group, collection: str, report,
-                     known: dict[str, DocumentInfo]) -> None:
-        all_chunks = [c for _, _, chunks, _, _ in group for c in chunks]
+    def _no_room(self, texts=()) -> str | None:
+        """Why DATA_DIR cannot take chunks with ``texts`` (``diskspace``), or None."""
         try:
-            vectors = self.embedder.encode_documents([c.text for c in all_chunks])
+            diskspace.check(self.settings.data_path, texts)
+        except diskspace.NoSpace as err:
+            return str(err)
+        return None
+
+    def _store_group(self, group, collection: str, report,
+                     known: dict[str, DocumentInfo]) -> str | None:
+        """Embed and store one group; a reason to end the whole ingest (a full disk), or None."""
+        all_chunks = [c for _, _, chunks, _, _ in group for c in chunks]
+        texts = [c.text for c in all_chunks]
+        stop = None
+        try:
+            if stop := self._no_room(texts):  # before the slow part, and again below
+                raise diskspace.NoSpace(stop)
+            vectors = self.embedder.encode_documents(texts)
             now = time.time()
             infos = [DocumentInfo(doc_id=c[0].doc_id, source=d.source, version=d.sha256,
                                   chunks=len(c), size_bytes=d.size_bytes, format=d.format,
                                   ingested_at=now, pages=d.pages) for _, d, c, _, _ in group]
             with self.store.writing(collection):  # only the registry steps wait on others
+                if stop := self._no_room(texts):
+                    raise diskspace.NoSpace(stop)
                 self.store.begin(collection, [(c[0].doc_id, d.source, d.sha256)
                                               for _, d, c, _, _ in group])
                 self.store.add_chunks(collection, all_chunks, vectors)
                 self.store.commit(collection, infos)
             known.update((i.doc_id, i) for i in infos)
         except Exception as err:  # noqa: BLE001 - report, the store hides uncommitted chunks
+            if stop is None and diskspace.is_full(err, self.settings.data_path,
+                                                  diskspace.needed(texts)):
+                stop = diskspace.message(self.settings.data_path,
+                                         diskspace.free_bytes(self.settings.data_path))
+                if not self.settings.store.chroma_url:  # its next call could hang: none comes
+                    stop = diskspace.mark_broken(self.settings.data_path / "chroma", stop)
+            why = stop or f"could not store chunks ({type(err).__name__}: {str(err)[:160]})"
             for i, doc, _, t0, _ in group:
                 report(i, FileResult(doc.source, "failed", seconds=time.perf_counter() - t0,
-                                     reason=f"{doc.source}: could not store chunks "
-                                            f"({type(err).__name__}: {str(err)[:160]})"))
-            return
+                                     reason=f"{doc.source}: {why}"))
+            return stop
         for i, doc, chunks, t0, existed in group:
             status = "replaced" if existed else "added"
             report(i, FileResult(doc.source, status, chunks=len(chunks), doc_id=chunks[0].doc_id,
                                  seconds=time.perf_counter() - t0))
+        return None
 
 
 def _reader(path: Path, limit: int) -> Callable[[], bytes]:

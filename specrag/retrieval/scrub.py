@@ -38,6 +38,7 @@ from contextlib import closing
 from pathlib import Path
 
 from specrag.observability.audit import AUDIT_FILE, AuditStore
+from specrag.retrieval import diskspace
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +61,13 @@ def compact(chroma_dir: Path, timeout_s: float = TIMEOUT_S) -> str | None:
     Returns None when done, else a one-line reason (the store's content is unchanged
     either way: only free space is given back)."""
     chroma_dir = Path(chroma_dir).resolve()  # the child runs in its parent folder
-    if not (chroma_dir / "chroma.sqlite3").is_file():
+    db_file = chroma_dir / "chroma.sqlite3"
+    if not db_file.is_file():
         return None
+    # VACUUM journals the whole file: a full disk must fail here, never inside Chroma
+    need = db_file.stat().st_size + diskspace.RESERVE
+    if (free := diskspace.free_bytes(chroma_dir)) < need:
+        return "not compacted: " + diskspace.message(chroma_dir.parent, free, need)
     try:
         # cwd: ``chroma vacuum`` looks for index folders under ./chroma, whatever --path says
         done = subprocess.run([sys.executable, "-m", __name__, str(chroma_dir)],

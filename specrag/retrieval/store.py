@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from specrag.retrieval import diskspace
 from specrag.retrieval import scrub as scrubbing
 from specrag.retrieval.keyword import KeywordIndex
 from specrag.retrieval.records import chunk_meta, cosine, dense, read, to_chunk, to_info
@@ -73,6 +74,8 @@ class Store:
                                             threading.RLock())
 
     def warm_up(self) -> "Store":
+        if not self.settings.store.chroma_url:  # after a full disk its calls may hang
+            diskspace.refuse_if_broken(self.settings.data_path / "chroma")
         with self._lock:
             if self._client is None:
                 import chromadb
