@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from specrag.cli.main import main
 from specrag.retrieval.store import Store
 from tests.support.env import CACHE, ROOT, make_settings
 
@@ -117,11 +118,14 @@ def check_nothing_half_visible_then_ingest_again(data: Path, docs: Path, filler:
 
 
 @pytest.mark.slow
-def test_a_full_disk_ends_the_ingest_before_chroma_writes(small_disk, embedder):
+def test_a_full_disk_ends_the_ingest_before_chroma_writes(small_disk, embedder, capsys):
     data, filler = small_disk / "data", small_disk / "filler"
     docs = write_docs(small_disk.parent)
     results = ingest_in_child(data, docs, filler, "fill")
     check_ended_on_the_disk(results, data, "MB free", "needed")
+    # a delete writes too: refused with the same reason, before Chroma is asked
+    assert main(["--data-dir", str(data), "docs", "delete", "r0.md"]) == 2
+    assert f"no space left on DATA_DIR ({data.resolve()})" in capsys.readouterr().err
     check_nothing_half_visible_then_ingest_again(data, docs, filler, embedder)
 
 

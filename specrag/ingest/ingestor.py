@@ -178,6 +178,7 @@ class Ingestor:
                principal=None) -> bool:
         collection = check_collection_name(collection or self.settings.store.collection)
         authorize(self.settings, "write", collection, principal)  # security: collection ACL
+        diskspace.check(self.settings.data_path)  # a delete writes too: Chroma logs it
         self.store.warm_up()
         with self.store.writing(collection):
             for doc in self.store.documents(collection):

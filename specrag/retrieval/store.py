@@ -88,6 +88,7 @@ class Store:
                     self._client = chromadb.HttpClient(host=u.hostname, port=u.port or 8000,
                                                        ssl=u.scheme == "https", settings=cs)
                 else:
+                    scrubbing.wipe_freed_memory()  # its index files hold freed memory (scrub)
                     path = self.settings.data_path / "chroma"
                     path.mkdir(parents=True, exist_ok=True)
                     self._client = chromadb.PersistentClient(path=str(path), settings=cs)
