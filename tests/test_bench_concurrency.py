@@ -21,7 +21,7 @@ SCRIPT = [(0.5, 1.0, 5),
           (3.0, 10.0, 20)]
 
 
-def _scripted_run(tmp_path, runtimes=("llama-cpp", "llama-server"), **kw):
+def _scripted_run(tmp_path, runtimes=("llama-cpp", "llama-server"), rounds=1, **kw):
     clock, built, events = FakeClock(100.0), [], []
 
     def build(s):
@@ -31,7 +31,7 @@ def _scripted_run(tmp_path, runtimes=("llama-cpp", "llama-server"), **kw):
         return service
 
     result = concurrency.run(make_settings(tmp_path), runtimes=runtimes, sessions=(4, 1, 2),
-                             rounds=1, questions=FOUR, build=build, clock=clock,
+                             rounds=rounds, questions=FOUR, build=build, clock=clock,
                              close_models=lambda: events.append("close"), **kw)
     return result, built, events
 
@@ -66,8 +66,10 @@ def test_figures_come_from_the_sessions_timings_and_tokens(tmp_path):
 
 
 def test_each_runtime_is_built_alone_with_cold_prompts_and_its_models_closed(tmp_path):
-    _, built, events = _scripted_run(tmp_path, max_tokens=32)
-    assert events == ["build llama-cpp", "close", "build llama-server", "close"]
+    result, built, events = _scripted_run(tmp_path, rounds=2, max_tokens=32)
+    # round by round, one runtime's models at a time
+    assert events == ["build llama-cpp", "close", "build llama-server", "close"] * 2
+    assert result["runtimes"]["llama-cpp"]["rows"][1]["answers"] == 8
     for s, service in built:
         g = s.generation
         assert g.draft == g.heavy and (g.prompt_cache, g.warm_states) == (False, 0)

@@ -5,7 +5,7 @@
 sample handbook (``ui.sample``) into a data folder of its own under ``--out``, then per
 runtime sets ``generation.draft`` and ``generation.heavy`` to it (everything else
 equal) and builds the app's ``Service`` (``pipeline.build.build_service``, the audit
-off). One question loads the models; then each round asks every question of
+off). Per round, one untimed question loads its models, then it asks every question of
 ``QUESTIONS`` (one per handbook section, so every prompt differs) in waves of N
 sessions started together, for each N, so every session count answers the same
 prompts. The prompt cache is off unless ``--warm`` (each first token pays its whole
@@ -17,8 +17,9 @@ Per runtime and N: first draft token p50/p95 per user, final answer p50/p95, agg
 decode tokens/s (output tokens of a wave's sessions over the wave's wall time, summed
 over the waves), and the first-token and throughput ratios against the runtime's own
 single session; ``targets`` checks issue 43's bar at 4 sessions (first token p50 <=
-1.5x, throughput >= 1.8x). Each runtime's model processes are ended before the next
-runtime starts, so they never compete for the cores.
+1.5x, throughput >= 1.8x). Rounds alternate between the runtimes, so a change in the
+machine's load hits both; each runtime's model processes are ended before the next one
+is built, so they never compete for the cores.
 
 Deliberately not here: answer quality (``bench e2e``), faults (``bench chaos``), one
 model's raw speed (``bench llm-speed``), remote runtimes.
@@ -98,7 +99,10 @@ async def _ask(service, question: str, session: str, policy: str, collection: st
             answer = ev.answer
             return {"question": question, "first_s": first, "final_s": clock() - t0,
                     "tokens": sum(u.output_tokens for u in answer.usage),
-                    "tier": answer.tier, "answer": answer.text[:120]}
+                    "prompt_tokens": sum(u.input_tokens for u in answer.usage),
+                    "tier": answer.tier, "answer": answer.text[:120],
+                    # the engine's own stages (retrieval, draft_ttft, verify...), for reading
+                    "stages_ms": {k: round(v) for k, v in answer.timings_ms.items()}}
     raise RuntimeError(f"no final answer to {question!r}")
 
 
@@ -110,12 +114,14 @@ async def _wave(service, questions, policy, collection, clock) -> dict:
 
 
 async def measure(service, sessions, rounds: int, policy: str, collection: str,
-                  questions=QUESTIONS, clock=time.perf_counter) -> dict:
+                  questions=QUESTIONS, clock=time.perf_counter, progress=None) -> dict:
     """``{N: [wave, ...]}``: per round and N, every question in waves of N at once (the
     questions repeat to fill the last wave)."""
     waves: dict[int, list[dict]] = {n: [] for n in sessions}
-    for _ in range(rounds):
+    for r in range(rounds):
         for n in sessions:
+            if progress:
+                progress(f"{n} at once" if rounds == 1 else f"round {r + 1}: {n} at once")
             count = -(-len(questions) // n) * n
             asked = [questions[i % len(questions)] for i in range(count)]
             for i in range(0, count, n):
@@ -124,7 +130,8 @@ async def measure(service, sessions, rounds: int, policy: str, collection: str,
     return waves
 
 
-async def _runtime(service, sessions, rounds, policy, warm, collection, questions, clock):
+async def _runtime(service, sessions, rounds, policy, warm, collection, questions, clock,
+                   progress):
     """(seconds of the untimed first question, the waves); one event loop for both."""
     t0 = clock()
     await _ask(service, OPENER, "opener", policy, collection, clock)
@@ -132,7 +139,7 @@ async def _runtime(service, sessions, rounds, policy, warm, collection, question
     if warm and getattr(service, "warmer", None) is not None:
         await asyncio.to_thread(service.warmer.wait, 600)  # the collection's prompts
     return load_s, await measure(service, sessions, rounds, policy, collection, questions,
-                                 clock)
+                                 clock, progress)
 
 
 def _pct(values, q: float) -> float | None:
@@ -193,8 +200,9 @@ def run(settings, *, runtimes=("llama-cpp", "llama-server"), sessions=(1, 2, 4, 
         max_tokens: int | None = None, collection: str = "handbook", questions=QUESTIONS,
         build=None, clock=time.perf_counter, close_models=close_local_models,
         progress=None) -> dict:
-    """Every runtime in turn, each built by ``build`` (default ``build_service`` with the
-    audit off), measured, closed and its model processes ended before the next."""
+    """Round by round, every runtime in turn (a change in the machine's load then hits
+    both), each built by ``build`` (default ``build_service``, the audit off), measured,
+    closed and its model processes ended before the next."""
     if build is None:
         from specrag.pipeline.build import build_service  # the whole pipeline: heavy
 
@@ -203,26 +211,33 @@ def run(settings, *, runtimes=("llama-cpp", "llama-server"), sessions=(1, 2, 4, 
     sessions = tuple(sorted(set(sessions)))
     result = {"policy": policy, "warm": warm, "rounds": rounds, "sessions": list(sessions),
               "questions": list(questions), "machine": _machine(), "runtimes": {}}
-    for runtime in runtimes:
-        s = runtime_settings(settings, runtime, warm=warm, max_tokens=max_tokens,
-                             most=max(sessions))
-        service = build(s)
-        try:
-            service.warm_up()
-            load_s, waves = asyncio.run(_runtime(service, sessions, rounds, policy, warm,
-                                                 collection, questions, clock))
-        finally:
-            service.close()
-            close_models()
+    configured = {rt: runtime_settings(settings, rt, warm=warm, max_tokens=max_tokens,
+                                       most=max(sessions)) for rt in runtimes}
+    waves = {rt: {n: [] for n in sessions} for rt in runtimes}
+    loads: dict[str, list[float]] = {rt: [] for rt in runtimes}
+    for r in range(rounds):
+        for runtime, s in configured.items():
+            say = progress and (lambda m, where=f"round {r + 1}/{rounds}, {runtime}":
+                                progress(f"{where}: {m}"))
+            service = build(s)
+            try:
+                service.warm_up()
+                load_s, got = asyncio.run(_runtime(service, sessions, 1, policy, warm,
+                                                   collection, questions, clock, say))
+            finally:
+                service.close()
+                close_models()
+            loads[runtime].append(round(load_s, 2))
+            for n, ws in got.items():
+                waves[runtime][n] += ws
+    for runtime, s in configured.items():
         g = s.generation
         result["runtimes"][runtime] = {
-            **summarize(waves), "first_question_s": round(load_s, 2),
+            **summarize(waves[runtime]), "first_question_s": loads[runtime],
             "settings": {"parallel": g.parallel or llama_server.default_parallel(),
                          "threads": g.threads, "draft_max_tokens": g.draft_max_tokens,
                          "prompt_cache": g.prompt_cache, "options": g.options},
-            "waves": {n: ws for n, ws in waves.items()}}
-        if progress:
-            progress(f"{runtime}: done")
+            "waves": waves[runtime]}
     result["machine"]["load_after"] = list(os.getloadavg())
     return result
 
