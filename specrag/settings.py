@@ -171,9 +171,10 @@ class RoutingSettings:
 class ChatSettings:
     """Follow-up questions (``pipeline.followup``): the conversation so far rewrites them."""
 
-    # a follow-up's standalone question: "previous" (the previous question, then this one:
-    # no model call, best recall measured), "model" (the draft rewrites it), "off"
-    rewrite: str = "previous"
+    # what a follow-up is searched as: "turns" (the question, then the names and a few words
+    # of its topic's earlier questions: no model call, best recall measured), "previous"
+    # (the previous question, then this one), "model" (the draft rewrites it), "off"
+    rewrite: str = "turns"
     history_turns: int = 3  # earlier question/answer pairs the rewrite sees
     rewrite_max_tokens: int = 48
 
