@@ -177,7 +177,7 @@ class LlamaServerGenerator:
                  n_ctx: int = 4096, threads: int | None = None, parallel: int = 0,
                  prompt_cache: bool = True, cache_ram_mb: int = 1024, lora_path: str = "",
                  log_dir: str = "", role: str = "", timeout_s: float = 600.0,
-                 logprobs: bool = True):
+                 logprobs: bool = True, n_batch: int = 0, n_ubatch: int = 0):
         self.model = model or (Path(model_path).stem if model_path else "")
         self.model_path = model_path
         self.role = role
@@ -188,6 +188,8 @@ class LlamaServerGenerator:
                        "threads": threads or 0, "parallel": parallel or default_parallel(),
                        "cache_ram_mb": cache_ram_mb if prompt_cache else 0,
                        "lora_path": lora_path}
+        if n_batch or n_ubatch:  # prompt tokens per step / per pass (0: llama.cpp's own)
+            self.config.update(n_batch=n_batch, n_ubatch=n_ubatch)
         self.log_dir = Path(log_dir) if log_dir else None
         self.timeout_s = timeout_s
         self.logprobs = logprobs

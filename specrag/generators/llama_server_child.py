@@ -20,8 +20,10 @@ import os
 import sys
 
 # CONFIG keys -> what they set on ``xllamacpp.CommonParams``
+# (n_batch, n_ubatch: prompt tokens per scheduling step / per compute pass; 0: llama.cpp's)
 DEFAULTS = {"model_path": "", "n_ctx": 4096, "parallel": 4, "threads": 0,
-            "cache_ram_mb": 1024, "lora_path": "", "verbosity": 1}
+            "cache_ram_mb": 1024, "lora_path": "", "verbosity": 1, "n_batch": 0,
+            "n_ubatch": 0}
 
 
 def params(config: dict):
@@ -36,6 +38,10 @@ def params(config: dict):
     if c["threads"]:
         p.cpuparams.n_threads = int(c["threads"])
         p.cpuparams_batch.n_threads = int(c["threads"])
+    if c["n_batch"]:
+        p.n_batch = int(c["n_batch"])
+    if c["n_ubatch"]:
+        p.n_ubatch = int(c["n_ubatch"])
     p.cache_ram_mib = int(c["cache_ram_mb"])
     p.port = 0  # a free port, chosen by the server and read back
     p.hostnames = ["127.0.0.1"]
