@@ -224,3 +224,17 @@ def test_the_pinned_sets_load_with_their_gold(tmp_path):
     assert any(SEP in a for it in sets["drop"].items for a in it.answers)  # multi-span
     texts = {p.id: p.text for p in sets["sciq"].passages}
     assert all(texts[it.gold_passage_id] for it in sets["sciq"].items)
+
+
+def test_what_other_kinds_took_does_not_order_the_answerable_questions():
+    # names can be swapped or hidden, yes/no answers cannot: the counterfactual and
+    # unanswerable questions take names only, which must not leave the front of the
+    # answerable questions to yes/no ones (a run stopped early would hold mostly those)
+    rows = [(f"halueval-qa-{i}", f"Who founded company number {i}?", [f"{_NAMES[i % 40]} Morlan{i}"],
+             f"Company number {i} was founded by {_NAMES[i % 40]} Morlan{i}.") for i in range(60)]
+    rows += [(f"halueval-qa-{100 + i}", f"Is company number {i} old?", ["yes" if i % 2 else "no"],
+              f"Company number {i} is {'old' if i % 2 else 'new'}.") for i in range(20)]
+    planned = plan({"halueval-qa": dataset("halueval-qa", rows)}, set(), set(), n=100, seed=0)
+    answered = [p.kind for p in planned if p.kind in ("answerable", "yes-no")]
+    front = answered[:10]
+    assert answered.count("yes-no") == 20 and front.count("yes-no") / len(front) <= 0.6, front

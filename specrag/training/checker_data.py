@@ -59,6 +59,7 @@ from specrag.types import SpecragError
 HASHED = ("profile", "models", "embedder", "chunking", "retrieval", "verify")
 OPERATIONAL = ("threads", "prompt_cache", "warm_states", "local_isolation", "extra_bufts")
 MAX_FAILURES = 5  # in a row: the draft model is gone, stop instead of skipping everything
+PLAN_VERSION = "v2"  # a new plan, not the kept one, when ``checker_plan`` draws otherwise
 
 
 class NoHeavy:
@@ -171,7 +172,7 @@ def _r(x):
 
 def questions(settings: Settings, work: Path, n: int, seed: int, embedder) -> list[Planned]:
     """The plan, made once per (n, seed) and kept in ``work``."""
-    path = work / f"plan-n{n}-seed{seed}.json.gz"
+    path = work / f"plan-{PLAN_VERSION}-n{n}-seed{seed}.json.gz"
     if path.is_file():
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             return [Planned.from_dict(d) for d in json.load(fh)]

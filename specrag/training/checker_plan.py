@@ -14,7 +14,8 @@ over the list so that a run stopped anywhere holds every dataset and kind in pro
 - ``unanswerable``: the question asked without its passage and without any chunk that
   holds a gold span (the right draft abstains).
 
-Every item the e2e benchmark may sample (``bench_ids``) and every item over a passage it
+Each kind draws from the questions the kinds before it left, shuffled again, so its list
+is not ordered by what they took. Every item the e2e benchmark may sample (``bench_ids``) and every item over a passage it
 reads (``bench_pids``) is left out, and within a dataset each question serves one kind
 only. ``corpus(datasets, bench_pids)`` is what each collection ingests: the passages less
 the benchmark's, so none can even be retrieved. Deliberately not here: the drafts
@@ -130,7 +131,10 @@ def plan(datasets: dict[str, QADataset], bench_ids: set[str], bench_pids: set[st
             key = (name, kind)
             if key not in SHARES:
                 continue
+            # shuffled again: what an earlier kind took (names only) must not leave the
+            # front of this kind's list to the rest (yes/no answers only)
             free = [it for it in pool if it.id not in used]
+            rng.shuffle(free)
             want = min(len(free), round(SHARES[key] * n) + (n if key == FILLER else 0))
             if kind == "counterfactual":
                 got = [_planned(name, kind, it, swap) for it, swap in
