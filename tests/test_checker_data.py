@@ -238,3 +238,15 @@ def test_what_other_kinds_took_does_not_order_the_answerable_questions():
     answered = [p.kind for p in planned if p.kind in ("answerable", "yes-no")]
     front = answered[:10]
     assert answered.count("yes-no") == 20 and front.count("yes-no") / len(front) <= 0.6, front
+
+
+@pytest.mark.parametrize("backend", ["llama-server", "llama-cpp"])
+def test_rows_name_the_local_draft_model_file(tmp_path, backend):
+    from specrag.training.checker_data import draft_model
+
+    s = make_settings(tmp_path, **{"generation.draft": backend,
+                                   "models.draft": str(tmp_path / "tiny-draft.gguf")})
+    (tmp_path / "tiny-draft.gguf").write_bytes(b"GGUF")
+    assert draft_model(s) == f"{backend}:tiny-draft.gguf+none"
+    remote = s.with_values(**{"generation.draft": "openai:qwen"})
+    assert draft_model(remote) == "openai:qwen"

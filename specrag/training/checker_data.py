@@ -39,7 +39,7 @@ from pathlib import Path
 from specrag import sources
 from specrag.bench import metrics
 from specrag.bench.e2e import _ingest
-from specrag.generators.base import GenerationError
+from specrag.generators.base import GenerationError, is_local_backend
 from specrag.grounding.crossencoder import CrossEncoder
 from specrag.ingest.ingestor import Ingestor
 from specrag.pipeline.build import build_engine, build_verifier
@@ -117,9 +117,12 @@ def settings_hash(settings: Settings) -> str:
 
 
 def draft_model(settings: Settings) -> str:
-    """The served draft: backend, model file and adapter (``none`` when off)."""
+    """The served draft: a local backend with its model file and adapter (``none`` when
+    off), or the remote backend:model as set."""
     g = settings.generation.draft
-    name = sources.resolve("draft", settings).name if g == "llama-cpp" else g
+    if not is_local_backend(g):
+        return g
+    name = sources.resolve("draft", settings).name
     adapter = sources.draft_adapter(settings)
     return f"{g}:{name}+{adapter.name if adapter else 'none'}"
 
