@@ -8,8 +8,10 @@ names ("Tell me about Arthur's Magazine."), turn two is the question with that e
 replaced by "it", so it means nothing without the first turn. For every second turn the
 broad set (``retrieval.top_k``) is searched for: the follow-up as asked, the draft
 model's rewrite (``chat.rewrite: model``), the previous question followed by the
-follow-up (``chat.rewrite: previous``, the default), and the original question (the
-ceiling). The rewrite's time is the model's. Recall@1/3/10: the gold file among
+follow-up (``chat.rewrite: previous``), the follow-up with the conversation's names and
+words (``chat.rewrite: turns``, the default) and the original question (the ceiling).
+Conversations of 4+ turns are ``bench.multiturn`` (``bench followups`` without
+``--two-turn``). The rewrite's time is the model's. Recall@1/3/10: the gold file among
 the top k.
 
 Deliberately not here: answer quality (``bench e2e``); the rewrite's text is recorded
@@ -47,6 +49,7 @@ _SPAN = re.compile(r"(?<![\w'])((?:[A-Z][\w'.-]*|of|the|and|de|van|von)(?:\s+(?:
                    r"the|and|de|van|von))*)")
 _JOINERS = ("of", "the", "and", "de", "van", "von")
 _KS = (1, 3, 10)
+TURNS = "follow-up + the conversation's names and words (chat.rewrite: turns)"
 
 
 def split_question(question: str, passage: str) -> tuple[str, str] | None:
@@ -79,11 +82,11 @@ def _recall(ranks: list[int | None]) -> dict:
 
 
 async def _measure(engine, pairs, collection: str) -> dict:
-    from specrag.pipeline import followup
+    from specrag.pipeline import conversation, followup
 
     s = engine.settings
     ranks = {"as asked": [], "rewrite by the draft model": [],
-             "previous question + follow-up": [], "original question": []}
+             "previous question + follow-up": [], TURNS: [], "original question": []}
     rows, ms, bypassed = [], [], 0
     for first, second, gold, original in pairs:
         history = [{"role": "user", "content": first}]
@@ -94,6 +97,7 @@ async def _measure(engine, pairs, collection: str) -> dict:
         bypassed += rw.method == "alone"
         queries = {"as asked": second, "rewrite by the draft model": rw.standalone,
                    "previous question + follow-up": f"{first} {second}",
+                   TURNS: conversation.query(second, history, s.security.max_question_chars),
                    "original question": original or second}
         row = {"first": first, "second": second, "gold": gold, "rewrite": rw.standalone,
                "method": rw.method}
@@ -105,15 +109,15 @@ async def _measure(engine, pairs, collection: str) -> dict:
         rows.append(row)
     served = served_ranks(rows, history_of=lambda r: [{"role": "user", "content": r["first"]}])
     return {"n": len(pairs), "recall": {**{k: _recall(v) for k, v in ranks.items()},
-                                        "served default (chat.rewrite: previous)":
+                                        "chat.rewrite: previous as served":
                                             _recall(served)},
             "rewrite_ms_p50": statistics.median(ms) if ms else 0.0,
             "rewrite_ms_max": max(ms) if ms else 0.0, "bypassed": bypassed, "rows": rows}
 
 
 def served_ranks(rows: list[dict], history_of) -> list[int | None]:
-    """What the default serves: the previous question + follow-up, unless the follow-up
-    stands alone by ``followup.stands_alone`` (then as asked)."""
+    """What ``chat.rewrite: previous`` serves: the previous question + follow-up, unless
+    the follow-up stands alone by ``followup.stands_alone`` (then as asked)."""
     from specrag.pipeline import followup
 
     return [r["as asked"] if followup.stands_alone(r["second"], history_of(r))

@@ -3,7 +3,8 @@
 ``e2e`` (speed, cost and quality of every policy on a QA set, one slice or several),
 ``report`` and ``reverify`` (a finished e2e run re-rendered, or its drafts re-verified
 and lazy replayed), ``prompts`` (prompt tokens against the gold answer kept, per prompt
-size) and ``followups`` (second-turn recall with and without the follow-up rewrite).
+size) and ``followups`` (conversations of 4+ turns: the right document per turn index for
+each follow-up method; ``--two-turn``: the older two-turn recall).
 
 Deliberately not here: the benchmarks of parts and speed (``cli.bench``, which also
 makes the ``bench`` command these hang under) and the benchmarks themselves
@@ -47,9 +48,20 @@ def add_parsers(bsub) -> None:
     p.add_argument("--out", default=None, help="results folder (prompts.json, prompts.md)")
     p.set_defaults(func=cmd_prompts)
 
-    p = bsub.add_parser("followups", help="second-turn retrieval recall with and without the "
-                                          "follow-up rewrite (handbook + HaluEval-QA split)")
-    p.add_argument("--n", type=int, default=40, help="HaluEval-QA questions split in two turns")
+    p = bsub.add_parser("followups", help="conversations of 4+ turns (SQuAD turned into "
+                                          "follow-ups, CoQA): the right document per turn "
+                                          "index for each follow-up method")
+    p.add_argument("--n", type=int, default=None,
+                   help="CoQA conversations (default 200; SQuAD gives what it has), or with "
+                        "--two-turn HaluEval-QA questions split in two (default 40)")
+    p.add_argument("--answers", type=int, default=0,
+                   help="conversations of the held-out half answered by the draft "
+                        "(draft-only), half from each set: right per turn index")
+    p.add_argument("--model", type=int, default=0,
+                   help="conversations per set also searched as the draft model rewrites "
+                        "them (chat.rewrite: model; a generation per follow-up)")
+    p.add_argument("--two-turn", action="store_true",
+                   help="the two-turn sets instead (handbook, HaluEval-QA split in two)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="results folder (followups.json, followups.md)")
     p.set_defaults(func=cmd_followups)
@@ -77,10 +89,19 @@ def cmd_prompts(args, settings) -> int:
 
 
 def cmd_followups(args, settings) -> int:
-    from specrag.bench import followups
+    if args.two_turn:
+        from specrag.bench import followups
 
-    result = followups.run(settings, n=args.n, seed=args.seed, out_dir=args.out)
-    print(followups.to_markdown(result))
+        result = followups.run(settings, n=args.n or 40, seed=args.seed, out_dir=args.out)
+        print(followups.to_markdown(result))
+        return 0
+    from specrag.bench import multiturn, multiturn_report
+
+    out = Path(args.out or settings.data_path / "bench" / "followups-conversations")
+    result = multiturn.run(settings, n=args.n or 200, answers=args.answers, model=args.model,
+                           seed=args.seed, out_dir=str(out))
+    (out / "followups.md").write_text(multiturn_report.to_markdown(result))
+    print(multiturn_report.to_markdown(result))
     return 0
 
 
