@@ -35,6 +35,7 @@ from specrag.security.injection import REMOVED, neutralize
 NAMES = 2  # names carried from the topic's questions, newest first
 WORDS = 3  # content words carried from the previous and the topic's first question
 _NAME = re.compile(r"(?<![.?!]\s)(?<!^)\b[A-Z][\w'.-]*(?:\s+(?:of|the|and|de|[A-Z][\w'.-]*))*")
+_FIRST = re.compile(r"\W*([A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*)*)")
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 # pronouns and the openings that point back into the conversation
 _BACK = re.compile(r"\b(?:it|its|they|them|their|theirs|these|those|he|him|his|she|her|hers|"
@@ -54,11 +55,17 @@ between among through again further once only own same so very just else instead
 called call type kind part way get got make made go went say said year years time first last
 new long often far old big large small well good best better less least few second third next
 whole such even ever still already tell""".split())
+_OPENERS = frozenset("""besides along although according despite following including
+excluding unlike like apart aside given based prior compared due except""".split())
 
 
 def names(text: str) -> list[str]:
-    """Capitalised names in ``text`` past a sentence's first word, in order."""
+    """Capitalised names in ``text``, in order: past a sentence's first word, or opening
+    it when that word is no common word ("Luther went to bed ...", not "Besides ...")."""
     out = []
+    first = _FIRST.match(text)
+    if first and first[1].split()[0].lower() not in _STOP | _OPENERS:
+        out.append(first[1])
     for m in _NAME.finditer(text):
         name = re.sub(r"(?:\s+(?:of|the|and|de))+$", "", m.group(0)).removesuffix("'s")
         if len(name) > 1 and name.lower() not in _STOP:
