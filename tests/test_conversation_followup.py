@@ -38,6 +38,7 @@ def test_the_subject_survives_many_turns():
 
 @pytest.mark.parametrize("question", [
     "When did Marie Curie win her first Nobel Prize?",  # names someone new, then "her"
+    "Marie Curie won which prize in 1903?",  # the name opens the question
     "How many days of paid annual leave does an employee get per year?",  # shares no word
 ])
 def test_a_question_that_changes_topic_is_searched_as_asked(question):
