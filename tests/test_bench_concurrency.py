@@ -81,6 +81,23 @@ def test_each_runtime_is_built_alone_with_cold_prompts_and_its_models_closed(tmp
     assert warm.concurrency.max_concurrent == 8 and warm.generation.draft_max_tokens == 96
 
 
+def test_a_failed_answer_is_counted_and_left_out_of_the_figures(tmp_path):
+    clock = FakeClock()
+    # the opener, then 1 at a time: three answers (the second question fails)
+    script = [(0.5, 1.0, 5), (1.0, 2.0, 10), (3.0, 4.0, 20), (5.0, 6.0, 30)]
+    result = concurrency.run(
+        make_settings(tmp_path), runtimes=("llama-server",), sessions=(1,), rounds=1,
+        questions=FOUR, build=lambda s: ScriptedService(clock, script, fail={FOUR[1]}),
+        clock=clock, close_models=lambda: None)
+    row = result["runtimes"]["llama-server"]["rows"][1]
+    assert (row["answers"], row["failed"], row["first_p50_s"], row["tokens"]) == (3, 1, 3.0, 60)
+    failed = [s for w in result["runtimes"]["llama-server"]["waves"][1] for s in w["sessions"]
+              if "error" in s]
+    assert [s["question"] for s in failed] == [FOUR[1]]
+    assert "GenerationError: the draft model's server process ended" in failed[0]["error"]
+    assert "- llama-server: 1 answers failed" in concurrency.to_markdown(result)
+
+
 def test_the_real_service_over_fake_models_counts_each_sessions_tokens(tmp_path):
     reply = "Employees receive 25 days of paid annual leave [1]."
     result = concurrency.run(

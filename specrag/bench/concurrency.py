@@ -88,22 +88,33 @@ def prepare(settings, out: Path, collection: str = "handbook"):
 
 
 async def _ask(service, question: str, session: str, policy: str, collection: str,
-               clock) -> dict:
+               clock, strict: bool = False) -> dict:
+    """One session's figures; a failed answer is a row with its ``error`` (left out of
+    the figures) unless ``strict``."""
     t0 = clock()
     first = None
-    async for ev in service.astream(question, session=session, policy=policy,
-                                    collection=collection):
-        if first is None and ev.kind in ("draft_token", "heavy_token"):
-            first = clock() - t0
-        if ev.kind == "final":
-            answer = ev.answer
-            return {"question": question, "first_s": first, "final_s": clock() - t0,
-                    "tokens": sum(u.output_tokens for u in answer.usage),
-                    "prompt_tokens": sum(u.input_tokens for u in answer.usage),
-                    "tier": answer.tier, "answer": answer.text[:120],
-                    # the engine's own stages (retrieval, draft_ttft, verify...), for reading
-                    "stages_ms": {k: round(v) for k, v in answer.timings_ms.items()}}
+    try:
+        async for ev in service.astream(question, session=session, policy=policy,
+                                        collection=collection):
+            if first is None and ev.kind in ("draft_token", "heavy_token"):
+                first = clock() - t0
+            if ev.kind == "final":
+                return _row(question, first, clock() - t0, ev.answer)
+    except Exception as err:  # noqa: BLE001 - one failed answer must not lose the run
+        if strict:
+            raise
+        return {"question": question, "error": f"{type(err).__name__}: {str(err)[:200]}",
+                "first_s": None, "final_s": clock() - t0, "tokens": 0}
     raise RuntimeError(f"no final answer to {question!r}")
+
+
+def _row(question: str, first, final, answer) -> dict:
+    return {"question": question, "first_s": first, "final_s": final,
+            "tokens": sum(u.output_tokens for u in answer.usage),
+            "prompt_tokens": sum(u.input_tokens for u in answer.usage),
+            "tier": answer.tier, "answer": answer.text[:120],
+            # the engine's own stages (retrieval, draft_ttft, verify...), for reading
+            "stages_ms": {k: round(v) for k, v in answer.timings_ms.items()}}
 
 
 async def _wave(service, questions, policy, collection, clock) -> dict:
@@ -134,7 +145,7 @@ async def _runtime(service, sessions, rounds, policy, warm, collection, question
                    progress):
     """(seconds of the untimed first question, the waves); one event loop for both."""
     t0 = clock()
-    await _ask(service, OPENER, "opener", policy, collection, clock)
+    await _ask(service, OPENER, "opener", policy, collection, clock, strict=True)
     load_s = clock() - t0
     if warm and getattr(service, "warmer", None) is not None:
         await asyncio.to_thread(service.warmer.wait, 600)  # the collection's prompts
@@ -151,9 +162,10 @@ def summarize(waves: dict) -> dict:
     """Per N: the figures of the table, ratios against the smallest N (normally one)."""
     rows = {}
     for n, ws in waves.items():
-        sessions = [s for w in ws for s in w["sessions"]]
+        asked = [s for w in ws for s in w["sessions"]]
+        sessions = [s for s in asked if "error" not in s]
         tokens, wall = sum(s["tokens"] for s in sessions), sum(w["wall_s"] for w in ws)
-        rows[n] = {"sessions": n, "answers": len(sessions),
+        rows[n] = {"sessions": n, "answers": len(sessions), "failed": len(asked) - len(sessions),
                    "first_p50_s": _pct([s["first_s"] for s in sessions], 50),
                    "first_p95_s": _pct([s["first_s"] for s in sessions], 95),
                    "final_p50_s": _pct([s["final_s"] for s in sessions], 50),
@@ -268,6 +280,10 @@ def to_markdown(result: dict) -> str:
                          f"{_f(row['first_ratio'], 'x')} | {_f(row['throughput_ratio'], 'x')} |")
     lines.append("")
     for runtime, r in result["runtimes"].items():
+        failed = sum(row["failed"] for row in r["rows"].values())
+        if failed:
+            lines.append(f"- {runtime}: {failed} answers failed (left out of the figures; "
+                         "their errors are in the JSON)")
         t = r["targets"]
         if t:
             lines.append(f"- {runtime} at {TARGET_SESSIONS} sessions: first token "

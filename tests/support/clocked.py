@@ -6,7 +6,8 @@ ask together (a wave, started by ``asyncio.gather``) take the next script entry
 ``(first_s, final_s, tokens)``: each one's first draft token comes ``first_s`` after the
 wave started, its final answer ``final_s`` after, with ``tokens`` output tokens. Every
 session of a wave gets its first token before any gets its answer, so the clock only
-moves forward. ``asked`` records ``(question, session, policy, collection)``.
+moves forward. ``asked`` records ``(question, session, policy, collection)``; a
+question in ``fail`` raises ``GenerationError`` at once (it takes no script entry).
 
 Deliberately not here: the real engine (``fakes.engine`` has it, with fake models).
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
-from specrag.generators.base import Usage
+from specrag.generators.base import GenerationError, Usage
 from specrag.pipeline.events import Answer, StageEvent
 
 
@@ -28,8 +29,8 @@ class FakeClock:
 
 
 class ScriptedService:
-    def __init__(self, clock: FakeClock, script):
-        self.clock, self.script = clock, list(script)
+    def __init__(self, clock: FakeClock, script, fail=()):
+        self.clock, self.script, self.fail = clock, list(script), set(fail)
         self.asked: list[tuple] = []
         self.warmer = None
         self.warmed = self.closed = False
@@ -45,6 +46,8 @@ class ScriptedService:
         self.closed = True
 
     async def astream(self, question, *, session, policy=None, collection=None):
+        if question in self.fail:
+            raise GenerationError("the draft model's server process ended", retryable=False)
         if self._active == 0:  # the first session of a new wave
             self._wave = (self.clock.now, *self.script.pop(0))
             self._arrived, self._all_first = 0, asyncio.Event()
