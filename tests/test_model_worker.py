@@ -124,7 +124,8 @@ def test_closing_a_tier_ends_its_worker_and_spares_the_rest(tmp_path):
         def close(self):
             raise RuntimeError("cannot close")
 
-    s = make_settings(tmp_path, **{"models.draft": "manifest:qwen2.5-coder-0.5b-instruct"})
+    s = make_settings(tmp_path, **{"models.draft": "manifest:qwen2.5-coder-0.5b-instruct",
+                                   "generation.draft": "llama-cpp"})
     draft = tier_from_settings("draft", s).warm_up()
     worker = draft.members[0].inner._inner.worker
     pid = worker.pid

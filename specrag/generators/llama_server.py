@@ -105,6 +105,8 @@ class ServerProcess:
             return self.url
 
     def _start(self) -> None:
+        if self.log_path:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
         err = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         try:
             self._proc = subprocess.Popen(
