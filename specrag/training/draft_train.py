@@ -145,7 +145,7 @@ def workspace(settings: Settings, work: Path, progress: bool = True) -> dict:
     """Ingest each dataset's passages into ``work/<dataset>`` (skipped when done);
     returns dataset -> (engine, collection) for ``draft_data.collect``."""
     from specrag.bench.e2e import _ingest, load_questions
-    from specrag.ingest.pipeline import Ingestor
+    from specrag.ingest.ingestor import Ingestor
     from specrag.pipeline.build import build_engine
     from specrag.retrieval.retriever import Retriever
 
