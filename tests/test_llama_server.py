@@ -20,6 +20,7 @@ from tests.support.env import make_settings
 pytestmark = pytest.mark.slow
 pytest.importorskip("xllamacpp", reason="xllamacpp is in requirements.txt")
 
+ASK = "How many days of paid annual leave do employees get?"
 LEAVE = ("Annual leave. Employees receive 25 days of paid annual leave per calendar year. "
          "Up to five unused days may be carried over to the first quarter of the next year. ")
 
@@ -30,7 +31,8 @@ def chunk(i: int, text: str) -> Chunk:
 
 @pytest.fixture(scope="module")
 def draft(tmp_path_factory):
-    s = make_settings(tmp_path_factory.mktemp("llama-server"))
+    # three slots: a server of its own, not one an earlier test's prompts are cached in
+    s = make_settings(tmp_path_factory.mktemp("llama-server"), **{"generation.parallel": 3})
     gen = from_settings("draft", s)
     gen.warm_up()
     yield gen._inner
@@ -38,8 +40,8 @@ def draft(tmp_path_factory):
 
 
 def test_streams_text_then_usage_from_its_own_process(draft):
-    text, usage = asyncio.run(collect(draft, build_messages("How many days of leave?",
-                                                            [chunk(0, LEAVE)]), max_tokens=24))
+    text, usage = asyncio.run(collect(draft, build_messages(ASK, [chunk(0, LEAVE)]),
+                                      max_tokens=24))
     assert "25" in text
     assert usage.backend == "llama-server" and usage.output_tokens > 0 and usage.input_tokens > 50
     assert len(usage.logprobs) >= 1 and all(lp <= 0 for lp in usage.logprobs)
@@ -60,7 +62,7 @@ def test_a_warmed_prompt_prefills_only_the_question(draft):
 
 def test_parallel_slots_serve_several_users_at_once(draft):
     """Each request's first token comes before any of them is done: batched, not queued."""
-    assert draft.config["parallel"] == default_parallel() >= 2
+    assert draft.config["parallel"] == 3 and default_parallel(cores=2) == 4
 
     async def one(i):
         stamps = []
@@ -93,8 +95,7 @@ def test_kill_9_mid_answer_is_one_line_and_the_next_question_is_answered(draft):
     with pytest.raises(GenerationError) as err:
         asyncio.run(kill_mid_stream())
     assert "killed by SIGKILL" in str(err.value) and "\n" not in str(err.value)
-    text, _ = asyncio.run(collect(draft, build_messages("How many days of leave?",
-                                                        [chunk(0, LEAVE)]), max_tokens=24))
+    text, _ = asyncio.run(collect(draft, build_messages(ASK, [chunk(0, LEAVE)]), max_tokens=24))
     assert "25" in text and server.pid != pid and server.restarts == restarts + 1
     assert server in servers()
 
