@@ -36,6 +36,9 @@ from pathlib import Path
 
 from specrag.bench.metrics import percentile
 from specrag.generators import llama_server, worker
+from specrag.ingest.ingestor import Ingestor
+from specrag.pipeline.build import build_service
+from specrag.ui.sample import SampleKB
 
 # first ones also asked by ``bench policy-timing``
 A = "How many days of paid annual leave do employees get?"
@@ -77,9 +80,6 @@ def runtime_settings(settings, runtime: str, *, warm: bool, max_tokens: int | No
 def prepare(settings, out: Path, collection: str = "handbook"):
     """Settings whose data folder is ``out/data`` (models from the usual cache), with the
     sample handbook ingested there into ``collection``."""
-    from specrag.ingest.ingestor import Ingestor  # embedder and store: heavy
-    from specrag.ui.sample import SampleKB
-
     s = settings.with_values(data_dir=str(out / "data"), cache_dir=str(settings.cache_path))
     status = SampleKB(Ingestor(s), collection).ensure()
     if status.startswith("failed"):
@@ -218,11 +218,7 @@ def run(settings, *, runtimes=("llama-cpp", "llama-server"), sessions=(1, 2, 4, 
     """Round by round, every runtime in turn (a change in the machine's load then hits
     both), each built by ``build`` (default ``build_service``, the audit off), measured,
     closed and its model processes ended before the next."""
-    if build is None:
-        from specrag.pipeline.build import build_service  # the whole pipeline: heavy
-
-        def build(s):
-            return build_service(s, audit=False)
+    build = build or (lambda s: build_service(s, audit=False))
     sessions = tuple(sorted(set(sessions)))
     result = {"policy": policy, "warm": warm, "rounds": rounds, "sessions": list(sessions),
               "questions": list(questions), "machine": _machine(), "runtimes": {}}
