@@ -3,11 +3,16 @@ checks every sentence, and the heavy model answers only when the draft is not su
 
 The public API (imported on first use, so ``import specrag`` stays light):
 
-- ``Settings``: every option (``Settings.load()`` reads ``specrag.toml`` and ``SPECRAG_*``)
+- ``Settings``: every option (``Settings.load(path)`` reads the YAML file ``path``, the
+  CLI's ``--config``, else ``$SPECRAG_CONFIG``, else ``DATA_DIR/specrag.yaml``, then
+  ``SPECRAG_*`` variables)
 - ``build_service(settings)`` / ``build_engine(settings)``: the one composition root
 - ``Service``: the front door (admission, budgets, ledger, tracing) around the engine
 - ``SpeculativeRAG``: the engine; ``astream`` yields ``StageEvent``s, ``ask`` an ``Answer``
 - ``Ingestor``: documents in, chunks in Chroma
+- the records they hand back: ``Answer``, ``StageEvent``, ``Draft`` (``pipeline.events``),
+  ``Verdict`` (defined in ``grounding.verdict``), ``Chunk``, ``Hit``, ``DocumentInfo``,
+  ``FileResult``, ``IngestReport`` (``types``)
 
 The packages follow a question through the pipeline: ``ingest`` -> ``retrieval`` ->
 ``generators`` (draft) -> ``grounding`` (verify) -> ``generators`` (heavy), assembled in

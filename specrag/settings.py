@@ -34,8 +34,8 @@ class ModelSettings:
     reranker: str = ""
     heavy: str = ""
     # a llama.cpp LoRA adapter added to the draft model at run time: empty means the
-    # profile's (the offline profile ships one trained for its draft, applied only while
-    # models.draft is the profile's too); "none": the draft as it comes
+    # profile's ("none" in both: no adapter ships, ``sources.PROFILES``); "none": the
+    # draft as it comes
     draft_adapter: str = ""
 
 
