@@ -7,6 +7,7 @@ no I/O, no models.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,6 +20,20 @@ def one_line(err: BaseException) -> str:
     """An error's first line, for a user to read (its type when it has no text)."""
     lines = str(err).strip().splitlines()
     return lines[0] if lines else type(err).__name__
+
+
+# a knowledge base's name (``retrieval.store`` names its Chroma collections after it; the
+# users file's access lists name it too)
+_COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,48}[a-z0-9]$|^[a-z0-9]$")
+
+
+def check_collection_name(name: str) -> str:
+    """``name`` when it is a valid knowledge-base name, else a ``SpecragError`` saying why.
+    The same rule as ``retrieval.store.check_collection_name``."""
+    if not _COLLECTION_NAME.match(name or ""):
+        raise SpecragError(f"collection name '{name}' is invalid: use 1-50 lowercase letters, "
+                           "digits, '-' or '_', starting and ending with a letter or digit")
+    return name
 
 
 class IngestError(SpecragError):
@@ -121,3 +136,24 @@ class IngestReport:
     @property
     def chunks_added(self) -> int:
         return sum(r.chunks for r in self.results if r.status in ("added", "replaced"))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one generation used: the record a generator's ``stream`` ends with
+    (``generators.base``)."""
+
+    backend: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    ttft_ms: float = 0.0
+    total_ms: float = 0.0
+    cancelled: bool = False
+    # the log-probability of each token the model chose, where the backend reports it
+    # (llama.cpp: ``generators.confidence``); bench rows keep the draft's. Empty when
+    # unknown.
+    logprobs: tuple[float, ...] = ()
+    # prompt tokens not prefilled because a stored prompt state held them (llama.cpp:
+    # ``generators.prompt_states``)
+    state_tokens: int = 0

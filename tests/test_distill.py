@@ -105,9 +105,9 @@ def _teacher():
 @pytest.mark.slow
 def test_tune_distils_the_draft_and_the_collection_can_run_it(tiny_gguf, embedder, tmp_path):
     from specrag.ingest.ingestor import Ingestor
+    from specrag.pipeline import profile
     from specrag.resilience.chains import tier_from_settings
     from specrag.testing.stand_ins import OrderRanker
-    from specrag.tune import profile
     from specrag.tune.run import tune
     from specrag.ui.sample import SAMPLE_DIR
     from tests.support.fakes import handbook_engine

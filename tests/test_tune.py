@@ -13,10 +13,10 @@ import re
 
 import pytest
 
+from specrag.pipeline import profile
 from specrag.pipeline.prompts import NOT_FOUND
 from specrag.security import users as users_mod
 from specrag.security.users import Principal, add_user
-from specrag.tune import profile
 from specrag.tune.questions import TuneQuestion, accept, held_out, parse
 from specrag.tune.run import check_steps, tune
 from specrag.types import Chunk, SpecragError

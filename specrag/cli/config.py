@@ -25,7 +25,7 @@ def add_parsers(sub) -> None:
 def cmd_config(args, settings) -> int:
     origins = dict(getattr(args, "origins", {}))
     if args.collection:
-        from specrag.tune import profile
+        from specrag.pipeline import profile
 
         tuned = profile.overrides(settings, args.collection)
         settings = profile.settings_for(settings, args.collection)

@@ -17,10 +17,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Iterator, Protocol, runtime_checkable
 
-from specrag.types import SpecragError
+from specrag.types import SpecragError, Usage  # noqa: F401  (Usage lives in types; named here too)
 
 Message = dict  # {"role": "system" | "user" | "assistant", "content": str}
 
@@ -32,24 +31,6 @@ class GenerationError(SpecragError):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
-
-
-@dataclass(frozen=True)
-class Usage:
-    backend: str
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    ttft_ms: float = 0.0
-    total_ms: float = 0.0
-    cancelled: bool = False
-    # the log-probability of each token the model chose, where the backend reports it
-    # (llama.cpp: ``generators.confidence``); bench rows keep the draft's. Empty when
-    # unknown.
-    logprobs: tuple[float, ...] = ()
-    # prompt tokens not prefilled because a stored prompt state held them (llama.cpp:
-    # ``generators.prompt_states``)
-    state_tokens: int = 0
 
 
 @runtime_checkable

@@ -18,7 +18,7 @@ import json
 import os
 
 from specrag.generators.base import GenerationError, Timer, Usage, register
-from specrag.pipeline.costs import estimate_tokens
+from specrag.generators.costs import estimate_tokens
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 

@@ -40,8 +40,8 @@ import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from specrag.generators import costs
 from specrag.generators.base import Usage
-from specrag.pipeline import costs
 
 log = logging.getLogger(__name__)
 WRITER_IDLE_S = 5.0  # an idle writer thread ends; the next finished call starts another

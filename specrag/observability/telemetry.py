@@ -30,7 +30,7 @@ import os
 import time
 from urllib.parse import urlparse
 
-from specrag.pipeline import costs
+from specrag.generators import costs
 
 NAME = "specrag"
 INSTALL = ("OpenTelemetry export needs the SDK and an exporter: pip install opentelemetry-sdk "

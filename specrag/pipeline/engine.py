@@ -47,7 +47,7 @@ import time
 from specrag.generators.base import GenerationError
 from specrag.observability import ledger
 from specrag.observability.tracing import Tracer
-from specrag.pipeline import followup
+from specrag.pipeline import followup, profile
 from specrag.pipeline.events import POLICIES, Answer, StageEvent
 from specrag.pipeline.phases import QuestionRun
 from specrag.pipeline.prompts import NOT_FOUND
@@ -184,8 +184,6 @@ class SpeculativeRAG:
                      principal=None, history: list[dict] | None = None):
         """``astream`` in the caller's task: for a caller that isolates the question."""
         if self.tuned_for is None:
-            from specrag.tune import profile
-
             # a collection `specrag tune` tuned answers under its own calibration/router
             view = profile.view(self, collection)
             if view is not self:

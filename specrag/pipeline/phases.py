@@ -23,8 +23,9 @@ import asyncio
 import contextlib
 from dataclasses import replace
 
+from specrag.generators import costs
 from specrag.generators.base import Usage
-from specrag.pipeline import costs, draft_pick, heavy_pick, provenance
+from specrag.pipeline import draft_pick, heavy_pick, provenance
 from specrag.pipeline.early import SentenceWatch
 from specrag.pipeline.events import Answer, Draft, Generation, HeavyAnswer, StageEvent
 from specrag.pipeline.prompts import NOT_FOUND, build_messages, cut_for

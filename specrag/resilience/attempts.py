@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 
 from specrag.generators.base import GenerationError, Usage
-from specrag.pipeline.costs import estimate_tokens
+from specrag.generators.costs import estimate_tokens
 
 OUTCOMES = ("ok", "error", "timeout", "diverged", "skipped", "cancelled")
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlparse
 
-from specrag.generators.base import Usage
 from specrag.security.pii import KINDS
 from specrag.security.redact import Redaction, StreamRestorer
 from specrag.settings import Settings
+from specrag.types import Usage
 
 
 def is_third_party(gen) -> bool:

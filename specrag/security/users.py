@@ -35,7 +35,7 @@ from pathlib import Path
 
 import yaml
 
-from specrag.types import SpecragError
+from specrag.types import SpecragError, check_collection_name
 
 ROLES = ("admin", "editor", "viewer")
 EVERYONE = "*"
@@ -143,8 +143,6 @@ def load_directory(path: str | os.PathLike) -> Directory:
 
 
 def parse_directory(text: str, where: str = "users file") -> Directory:
-    from specrag.retrieval.store import check_collection_name
-
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict) or set(data) - {"users", "collections", "default"}:
         raise SpecragError(f"{where}: expected the keys users, collections and default")

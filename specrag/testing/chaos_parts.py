@@ -21,7 +21,7 @@ import re
 import time
 
 from specrag.generators.base import Timer, Usage
-from specrag.pipeline.costs import estimate_tokens
+from specrag.generators.costs import estimate_tokens
 from specrag.retrieval.retriever import Retrieval
 from specrag.testing.mockapi import first_sentence_answer
 from specrag.testing.stand_ins import OrderRanker, WordScorer

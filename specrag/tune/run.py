@@ -32,10 +32,10 @@ from __future__ import annotations
 import asyncio
 import time
 
+from specrag.pipeline import profile
 from specrag.security import access
 from specrag.settings import Settings
 from specrag.tune import fit as fitting
-from specrag.tune import profile
 from specrag.tune.collect import collect, load_jsonl, over_budget, save_jsonl
 from specrag.tune.questions import TuneQuestion, accept, kind_for, partner, sample, write_one
 from specrag.types import SpecragError
@@ -57,7 +57,7 @@ def _questions(engine, store, collection, n, seed, path, files, progress,
     ``max_cost_usd`` is reached (one question's cost may pass it)."""
     from tqdm import tqdm
 
-    from specrag.pipeline.costs import cost
+    from specrag.generators.costs import cost
 
     kept = [TuneQuestion.from_dict(d) for d in load_jsonl(files, path)]
     spent = 0.0

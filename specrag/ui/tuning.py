@@ -18,9 +18,9 @@ import threading
 import time
 from pathlib import Path
 
+from specrag.pipeline import profile
 from specrag.security.access import authorize
 from specrag.security.sanitize import safe_markdown
-from specrag.tune import profile
 from specrag.types import SpecragError, one_line
 
 
