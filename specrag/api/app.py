@@ -46,7 +46,9 @@ from specrag.api.body import CLOSE, read_json
 from specrag.api.caller import KeyThrottle, caller
 from specrag.api.errors import ApiError, from_exception
 from specrag.api.stream import ChunkStream
+from specrag.pipeline.build import build_service
 from specrag.pipeline.service import Service
+from specrag.retrieval.store import Store
 from specrag.security.access import AccessControl
 from specrag.settings import Settings
 
@@ -76,16 +78,12 @@ class Answers:
                 return
             source = self._source
             if source is None:
-                from specrag.pipeline.build import build_service
-
                 source = build_service(self.settings)
             elif not hasattr(source, "astream"):
                 source = source()
             inner = source.engine if isinstance(source, Service) else source
             self._store = getattr(getattr(inner, "retriever", None), "store", None)
             if self._store is None:  # an engine over a stand-in retriever (tests)
-                from specrag.retrieval.store import Store
-
                 self._store = Store(self.settings)
             self._engine = source
 

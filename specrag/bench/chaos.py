@@ -39,6 +39,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from specrag.grounding.verifier import Verifier
+from specrag.observability.telemetry import Telemetry
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.pipeline.service import Service
+from specrag.resilience.chains import tier_from_settings
+from specrag.testing import FakeGenerator
 from specrag.testing.chaos_parts import Corpus, KeepOrder, LocalStandIn, WordRetriever, WordScorer
 from specrag.testing.mockapi import FAULTS, MockAPI
 
@@ -82,12 +88,6 @@ def bench_settings(settings, data_dir: Path, claude: MockAPI, backup: MockAPI):
 
 def build_service(settings, corpus: Corpus, telemetry=None):
     """A ``Service`` over the real engine and a real heavy chain; stand-ins elsewhere."""
-    from specrag.grounding.verifier import Verifier
-    from specrag.pipeline.engine import SpeculativeRAG
-    from specrag.pipeline.service import Service
-    from specrag.resilience.chains import tier_from_settings
-    from specrag.testing import FakeGenerator
-
     heavy = tier_from_settings("heavy", settings, overrides={"fake:local-standin": LocalStandIn()})
     draft = FakeGenerator("draft-standin", replies=["The documents do not say."])
     engine = SpeculativeRAG(settings, retriever=WordRetriever(corpus), draft=draft, heavy=heavy,
@@ -100,7 +100,6 @@ def _memory_telemetry(settings):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from specrag.observability.telemetry import Telemetry
 
     spans, tp = InMemorySpanExporter(), TracerProvider()
     tp.add_span_processor(SimpleSpanProcessor(spans))
@@ -192,7 +191,7 @@ def sessions_phase(settings, out: Path, sessions: int, per_session: int, fault_r
     """Concurrent gradio_client sessions against the app's /chat endpoint."""
     from gradio_client import Client
 
-    from specrag.ui.app import build
+    from specrag.ui.app import build  # heavy: the whole Gradio app, for this phase only
 
     corpus = Corpus()
     claude, backup = _mocks(fault_rate, seed + 10)

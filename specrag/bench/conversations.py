@@ -30,6 +30,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from specrag.datasets import Passage, passage_file_name, passage_id
+
 MAX_TURNS = 6
 MIN_TURNS = 4
 _SUBJECT_BEFORE = re.compile(r"(?:^|\b(?:did|does|do|was|is|were|are|has|have|had|can|could|"
@@ -163,8 +165,6 @@ def _as_follow_up(item, names: list[str], passage: str, kind: str) -> tuple[str,
 def build(items, passages: dict, seed: int = 0, exclude: set[str] = frozenset()) -> list[Conversation]:
     """Conversations from QA items (``datasets.QAItem``) over ``passages`` (id -> Passage),
     leaving out items whose paragraph id is in ``exclude``."""
-    from specrag.datasets import passage_file_name
-
     rng = random.Random(seed)
     by_title: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for it in items:
@@ -213,8 +213,6 @@ def coqa(path: Path, n: int | None = None, max_turns: int = 10, seed: int = 0):
     """(passages, conversations) from CoQA's validation set as OLMo's eval packs it
     (``path``: its ``requests.jsonl.gz``): all its stories, and the first ``max_turns``
     turns of ``n`` seeded conversations, every other one changing topic like ``build``'s."""
-    from specrag.datasets import Passage, passage_file_name, passage_id
-
     stories: dict[str, dict] = {}
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:

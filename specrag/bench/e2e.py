@@ -30,7 +30,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from specrag.bench import metrics
+from specrag.bench import e2e_report, metrics
+from specrag.datasets import load_dataset, passage_file_name
+from specrag.ingest.ingestor import Ingestor
+from specrag.pipeline.build import build_engine
+from specrag.retrieval.retriever import Retriever
 from specrag.routing.features import route_features
 from specrag.settings import Settings
 
@@ -63,7 +67,6 @@ def load_questions(settings: Settings, dataset: str, n: int | None, seed: int,
         rng = random.Random(seed)
         qs = sorted(rng.sample(qs, n), key=lambda q: qs.index(q)) if n and n < len(qs) else qs
         return qs, corpus
-    from specrag.datasets import load_dataset, passage_file_name
 
     ds = load_dataset(dataset, settings, n=n, seed=seed)
     files = [(passage_file_name(p.id), p.document().encode()) for p in ds.passages]
@@ -80,11 +83,6 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 100,
     """``make_engine(settings, retriever)`` builds the engine (default: ``pipeline.build``).
     ``prompt_cache``: keep the served prompt-prefix cache; one policy only, since a second
     one would reuse the prompt the first just ran for the same question."""
-    from specrag.bench import e2e_report
-    from specrag.ingest.ingestor import Ingestor
-    from specrag.pipeline.build import build_engine
-    from specrag.retrieval.retriever import Retriever
-
     bad = [p for p in policies if p not in POLICIES]
     if bad:
         raise ValueError(f"unknown policies {bad}; choose from {', '.join(POLICIES)}")

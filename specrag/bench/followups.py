@@ -26,6 +26,13 @@ import re
 import statistics
 from pathlib import Path
 
+from specrag.bench.e2e import load_questions
+from specrag.datasets import load_dataset
+from specrag.ingest.ingestor import Ingestor
+from specrag.ingest.sample import SAMPLE_DIR
+from specrag.pipeline import conversation, followup
+from specrag.pipeline.build import build_engine
+from specrag.retrieval.retriever import Retriever
 from specrag.settings import Settings
 
 HANDBOOK = [
@@ -82,8 +89,6 @@ def _recall(ranks: list[int | None]) -> dict:
 
 
 async def _measure(engine, pairs, collection: str) -> dict:
-    from specrag.pipeline import conversation, followup
-
     s = engine.settings
     ranks = {"as asked": [], "rewrite by the draft model": [],
              "previous question + follow-up": [], TURNS: [], "original question": []}
@@ -118,20 +123,11 @@ async def _measure(engine, pairs, collection: str) -> dict:
 def served_ranks(rows: list[dict], history_of) -> list[int | None]:
     """What ``chat.rewrite: previous`` serves: the previous question + follow-up, unless
     the follow-up stands alone by ``followup.stands_alone`` (then as asked)."""
-    from specrag.pipeline import followup
-
     return [r["as asked"] if followup.stands_alone(r["second"], history_of(r))
             else r["previous question + follow-up"] for r in rows]
 
 
 def run(settings: Settings, n: int = 40, seed: int = 0, out_dir: str | None = None) -> dict:
-    from specrag.bench.e2e import load_questions
-    from specrag.datasets import load_dataset
-    from specrag.ingest.ingestor import Ingestor
-    from specrag.pipeline.build import build_engine
-    from specrag.retrieval.retriever import Retriever
-    from specrag.ui.sample import SAMPLE_DIR
-
     out = Path(out_dir or settings.data_path / "bench" / "followups")
     s = settings.with_values(data_dir=str(out / "data"), cache_dir=str(settings.cache_path))
     ingestor = Ingestor(s)

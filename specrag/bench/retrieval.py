@@ -40,6 +40,10 @@ import numpy as np
 from tqdm import tqdm
 
 from specrag.datasets import QADataset, load_dataset, passage_file_name
+from specrag.ingest.ingestor import Ingestor
+from specrag.retrieval.embedder import Embedder
+from specrag.retrieval.retriever import Retriever
+from specrag.retrieval.store import Store
 from specrag.settings import Settings
 from specrag.sources import source_for
 from specrag.types import DocumentInfo, SpecragError
@@ -57,11 +61,6 @@ def run(settings: Settings, dataset: str = "halueval-qa", n: int = 500, scale: i
         backends: tuple[str, ...] = BACKENDS, out_dir: str | None = None,
         progress: bool = True, max_passages: int | None = None, seed: int = 0) -> dict:
     """Run the benchmark and return the result dict (also written to ``out_dir``)."""
-    from specrag.ingest.ingestor import Ingestor
-    from specrag.retrieval.embedder import Embedder  # heavy: loaded only when it runs
-    from specrag.retrieval.retriever import Retriever
-    from specrag.retrieval.store import Store
-
     started, machine = time.time(), _machine()
     out = Path(out_dir) if out_dir else settings.data_path / "bench" / "retrieval"
     bset = settings.with_values(**{"data_dir": str(_fresh_dir(out / "data")),

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from specrag.bench import e2e_report
 from specrag.bench.metrics import percentile
+from specrag.pipeline.build import build_verifier
+from specrag.retrieval.retriever import Retriever
 from specrag.settings import Settings
 from specrag.types import SpecragError
 
@@ -33,8 +35,6 @@ def run(run_dir: str | Path, settings: Settings, out: str | Path | None = None,
     """``verifier``/``embedder``: defaults are the configured (shipped) models."""
     from tqdm import tqdm
 
-    from specrag.pipeline.build import build_verifier
-    from specrag.retrieval.retriever import Retriever
 
     run_dir = Path(run_dir)
     rows = [json.loads(x) for x in (run_dir / "rows.jsonl").read_text().splitlines() if x.strip()]

@@ -21,7 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from specrag.datasets import pairs as data
+from specrag.datasets.training_sources import work_dir
+from specrag.grounding.crossencoder import CrossEncoder
 from specrag.grounding.evidence import select
+from specrag.grounding.text import claims, split_sentences
+from specrag.grounding.verifier import Verifier, _norm
+from specrag.grounding.verifier import Verifier as Plain
 from specrag.settings import Settings
 
 SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic")
@@ -96,9 +102,6 @@ def latency_case(pairs) -> tuple[list[str], str]:
     from its passage): the paraphrase set's supported rewordings, else (no hard sets) the
     synthetic set's changed sentences. A copied sentence is not scored at all, so it
     would time nothing."""
-    from specrag.grounding.text import claims, split_sentences
-    from specrag.grounding.verifier import _norm
-
     def fresh(p):
         return (len(claims(p.hypothesis)) == 1 and _norm(p.hypothesis)
                 not in {_norm(x) for x in split_sentences(p.premise)})
@@ -114,17 +117,19 @@ def latency_case(pairs) -> tuple[list[str], str]:
     raise ValueError("no claims to time: the benchmark needs paraphrase or synthetic pairs")
 
 
+def draft_scores(verifier, pairs, progress: bool = False) -> np.ndarray:
+    """Verifier score of each pair's hypothesis as a draft, its premise as the one chunk."""
+    from tqdm import tqdm
+
+    return np.array([verifier.verify(p.hypothesis, [p.premise]).score
+                     for p in tqdm(pairs, desc="verify", unit="draft", disable=not progress,
+                                   mininterval=5)], dtype=np.float64)
+
+
 def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | None = None,
         quick: bool = False, n_per_source: int | None = None, seed: int = 0,
         progress: bool = False, out_dir: Path | None = None, n_hard: int | None = None,
         without=()) -> dict:
-    from specrag.grounding.crossencoder import CrossEncoder
-    from specrag.grounding.text import claims
-    from specrag.grounding.verifier import Verifier
-    from specrag.training import data
-    from specrag.training.calibrate import draft_scores
-    from specrag.training.sources import work_dir
-
     n = n_per_source or (400 if quick else 1000)
     model = str(model_dir) if model_dir else None
     int8 = CrossEncoder(settings, "verifier", model=model).warm_up()
@@ -168,7 +173,6 @@ def run(settings: Settings, model_dir: Path | None = None, fp32_path: Path | Non
     chunks, draft = latency_case(pairs)
     pairs = [p for p in pairs if p.source in SOURCES]
     runs = 20 if quick else 50
-    from specrag.grounding.verifier import Verifier as Plain
 
     def plain(scorer, **kw):
         return (scorer, Plain(Settings(), scorer=scorer, **kw), None)

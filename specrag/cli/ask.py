@@ -31,6 +31,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_ask(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.pipeline.build import build_service
 
     if bool(args.question) == bool(args.questions):

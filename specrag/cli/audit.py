@@ -19,6 +19,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_audit(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.observability.audit import AuditStore
 
     store = AuditStore.from_settings(settings)

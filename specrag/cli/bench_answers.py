@@ -78,7 +78,7 @@ def add_parsers(bsub) -> None:
 
 
 def cmd_prompts(args, settings) -> int:
-    from specrag.bench import prompts
+    from specrag.bench import prompts  # heavy: loaded when the command runs (CLI start-up)
 
     out = Path(args.out or settings.data_path / "bench" / "prompts")
     result = prompts.run(settings, args.dataset, args.n, str(out), args.seed)
@@ -90,11 +90,12 @@ def cmd_prompts(args, settings) -> int:
 
 def cmd_followups(args, settings) -> int:
     if args.two_turn:
-        from specrag.bench import followups
+        from specrag.bench import followups  # heavy: loaded when the command runs (CLI start-up)
 
         result = followups.run(settings, n=args.n or 40, seed=args.seed, out_dir=args.out)
         print(followups.to_markdown(result))
         return 0
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.bench import multiturn, multiturn_report
 
     out = Path(args.out or settings.data_path / "bench" / "followups-conversations")
@@ -106,6 +107,7 @@ def cmd_followups(args, settings) -> int:
 
 
 def cmd_e2e(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.bench import e2e, e2e_report, slices
 
     names = list(slices.SLICES) if args.slices else args.dataset.split(",")
@@ -134,7 +136,7 @@ def cmd_e2e(args, settings) -> int:
 
 
 def cmd_report(args, _settings) -> int:
-    from specrag.bench import e2e_report
+    from specrag.bench import e2e_report  # heavy: loaded when the command runs (CLI start-up)
 
     out = e2e_report.render(args.run_json)
     print(f"wrote {out / 'e2e.md'} and {out / 'e2e.html'}")
@@ -142,7 +144,7 @@ def cmd_report(args, _settings) -> int:
 
 
 def cmd_reverify(args, settings) -> int:
-    from specrag.bench import reverify
+    from specrag.bench import reverify  # heavy: loaded when the command runs (CLI start-up)
 
     result = reverify.run(args.run_dir, settings, out=args.out, progress=True)
     print(reverify.to_markdown(result))

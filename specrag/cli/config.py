@@ -25,7 +25,7 @@ def add_parsers(sub) -> None:
 def cmd_config(args, settings) -> int:
     origins = dict(getattr(args, "origins", {}))
     if args.collection:
-        from specrag.pipeline import profile
+        from specrag.pipeline import profile  # heavy: loaded when the command runs (CLI start-up)
 
         tuned = profile.overrides(settings, args.collection)
         settings = profile.settings_for(settings, args.collection)

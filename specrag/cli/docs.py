@@ -46,6 +46,7 @@ def add_parsers(sub) -> None:
 def cmd_ingest(args, settings) -> int:
     from tqdm import tqdm
 
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.ingest.ingestor import Ingestor
 
     ingestor = Ingestor(settings)
@@ -78,6 +79,7 @@ def cmd_ingest(args, settings) -> int:
 
 
 def cmd_search(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.retrieval.retriever import Retriever
 
     if bool(args.query) == bool(args.queries):
@@ -110,6 +112,7 @@ def _hit_dict(h) -> dict:
 
 
 def cmd_docs(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.ingest.ingestor import Ingestor
     from specrag.retrieval.store import Store
     from specrag.security.access import list_documents, visible_collections

@@ -117,9 +117,10 @@ def read_chunks(path: str, words: int = 150) -> list[str]:
 
 
 def cmd_train(args, settings) -> int:
-    from specrag.training import run
+    from specrag.training import run  # heavy: loaded when the command runs (CLI start-up)
 
     if args.model == "router":
+        # heavy: loaded when the command runs (CLI start-up)
         from specrag.cli.router import cmd_train_router
 
         if args.without:  # the router reads `bench e2e` runs, no training data
@@ -128,6 +129,7 @@ def cmd_train(args, settings) -> int:
     if args.model == "checker-data":
         return checker.cmd_checker_data(args, settings)
     if args.model == "draft":
+        # heavy: loaded when the command runs (CLI start-up)
         from specrag.training import draft_train
 
         if args.without or args.init:
@@ -160,12 +162,13 @@ def cmd_train(args, settings) -> int:
 
 
 def sources_builtin(name: str) -> Path:
-    from specrag.sources import BUILTIN_DIR
+    from specrag.sources import BUILTIN_DIR  # heavy: loaded when the command runs (CLI start-up)
 
     return BUILTIN_DIR / name
 
 
 def cmd_verify(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.grounding.crossencoder import CrossEncoder
     from specrag.pipeline.build import build_verifier
 
@@ -202,6 +205,7 @@ def cmd_verify(args, settings) -> int:
 
 
 def cmd_rerank(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.grounding.crossencoder import CrossEncoder
 
     rows = _read_lines(args.passages)
@@ -217,6 +221,7 @@ def cmd_rerank(args, settings) -> int:
 
 
 def cmd_calibrate(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.training.calibrate import calibrate, settings_file, write_threshold
 
     if args.e2e:
@@ -243,6 +248,7 @@ def cmd_calibrate(args, settings) -> int:
 def _calibrate_e2e(args, settings) -> int:
     from dataclasses import asdict
 
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.training.calibrate import settings_file, write_values
     from specrag.training.calibrate_e2e import calibrate_e2e
 

@@ -44,6 +44,7 @@ def to_html(r: dict) -> str:
     """The routed policy's curve over its threshold, per run with heavy-only rows."""
     import plotly.graph_objects as go
 
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.bench.e2e_report import html_page
 
     figs = []
@@ -63,6 +64,7 @@ def to_html(r: dict) -> str:
 
 
 def cmd_train_router(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.training.router import train_router
 
     if not args.runs:

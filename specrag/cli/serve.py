@@ -29,7 +29,7 @@ def add_parsers(sub) -> None:
 def cmd_serve(args, settings) -> int:
     import uvicorn
 
-    from specrag.api import create_app
+    from specrag.api import create_app  # heavy: loaded when the command runs (CLI start-up)
     from specrag.api.server import server_config
     from specrag.pipeline.build import build_service
 

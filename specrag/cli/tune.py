@@ -29,6 +29,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_tune(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.tune.report import to_markdown
     from specrag.tune.run import tune
 

@@ -26,6 +26,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_usage(args, settings) -> int:
+    # heavy: loaded when the command runs (CLI start-up)
     from specrag.observability.budget import Budget
     from specrag.observability.ledger import Ledger
 

@@ -69,6 +69,7 @@ def add_parsers(sub) -> None:
 
 def cmd_users(args, settings) -> int:
     if args.users_command == "keygen":
+        # heavy: loaded when the command runs (CLI start-up)
         from specrag.security.crypto import generate_key
 
         print(generate_key())

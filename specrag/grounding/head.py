@@ -30,6 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from specrag.grounding.roles import displaced, evidence_sentences
+from specrag.grounding.spans import missing
+
 FILE = "head.json"
 FEATURES = ("logit", "missing", "any_missing", "displaced")  # what ``fit`` uses
 
@@ -70,9 +73,6 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 50
 def cell_inputs(pairs: list[tuple[str, str]], roles: bool = True):
     """``missing`` and (with ``roles``) ``displaced`` of each (evidence, claim) pair, each
     evidence text read once: what ``apply`` and ``fit`` take beside the scores."""
-    from specrag.grounding.roles import displaced, evidence_sentences
-    from specrag.grounding.spans import missing
-
     gone = np.array([missing(claim, ev) for ev, claim in pairs])
     if not roles:
         return gone, None

@@ -59,6 +59,7 @@ import re
 import numpy as np
 
 from specrag.grounding import acceptance as acceptance_models
+from specrag.grounding.crossencoder import CrossEncoder
 from specrag.grounding.evidence import select
 from specrag.grounding.head import GroundingHead
 from specrag.grounding.relevance import relevance_features
@@ -157,8 +158,6 @@ class Verifier:
 
     def warm_up(self) -> "Verifier":
         if self.scorer is None:
-            from specrag.grounding.crossencoder import CrossEncoder
-
             self.scorer = CrossEncoder(self.settings, "verifier", batch_size=self.batch_size)
         if hasattr(self.scorer, "warm_up"):
             self.scorer.warm_up()

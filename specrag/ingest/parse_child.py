@@ -17,6 +17,9 @@ from __future__ import annotations
 import sys
 from multiprocessing.connection import Connection
 
+from specrag.ingest.parsers import parse_bytes
+from specrag.types import IngestError
+
 
 def _limit_memory(megabytes: int) -> None:
     if megabytes <= 0:
@@ -33,9 +36,6 @@ def _limit_memory(megabytes: int) -> None:
 
 
 def serve(conn: Connection, memory_mb: int) -> None:
-    from specrag.ingest.parsers import parse_bytes  # imported before the cap is set
-    from specrag.types import IngestError
-
     _limit_memory(memory_mb)
     while True:
         try:

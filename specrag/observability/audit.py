@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from specrag.security.crypto import DataFiles
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (
   id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, collection TEXT, question TEXT,
@@ -51,8 +53,6 @@ class AuditStore:
         """The data directory's audit store, sealing and unsealing as ``security.encrypt``
         says: the one way the auditor, ``specrag audit`` and the app open it (a store
         opened without the key would show ciphertext)."""
-        from specrag.security.crypto import DataFiles
-
         return cls(settings.data_path / AUDIT_FILE, DataFiles(settings))
 
     def _conn(self) -> sqlite3.Connection:

@@ -31,6 +31,7 @@ import time
 from urllib.parse import urlparse
 
 from specrag.generators import costs
+from specrag.generators.base import Usage
 
 NAME = "specrag"
 INSTALL = ("OpenTelemetry export needs the SDK and an exporter: pip install opentelemetry-sdk "
@@ -230,8 +231,6 @@ class Telemetry:
 
 
 def _usage(a):
-    from specrag.generators.base import Usage
-
     return Usage(a.backend, a.model, a.input_tokens, a.output_tokens)
 
 

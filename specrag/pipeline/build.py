@@ -22,23 +22,22 @@ Deliberately not here: what each part does, and loading (each part's ``warm_up``
 
 from __future__ import annotations
 
+from specrag.grounding.crossencoder import CrossEncoder
+from specrag.grounding.verifier import Verifier
+from specrag.observability.audit import Auditor
+from specrag.pipeline.engine import SpeculativeRAG
+from specrag.pipeline.service import Service
+from specrag.resilience.chains import tier_from_settings
+from specrag.retrieval.retriever import Retriever
 from specrag.settings import Settings
 
 
 def build_verifier(settings: Settings, scorer=None):
-    from specrag.grounding.verifier import Verifier
-
     return Verifier.from_settings(settings, scorer=scorer)
 
 
 def build_engine(settings: Settings, *, retriever=None, audit: bool = True, telemetry=None,
                  observers=()):
-    from specrag.grounding.crossencoder import CrossEncoder
-    from specrag.observability.audit import Auditor
-    from specrag.pipeline.engine import SpeculativeRAG
-    from specrag.resilience.chains import tier_from_settings
-    from specrag.retrieval.retriever import Retriever
-
     s = settings
     verifier = build_verifier(s)
     reranker = CrossEncoder.from_settings(s, "reranker")
@@ -51,8 +50,6 @@ def build_engine(settings: Settings, *, retriever=None, audit: bool = True, tele
 
 
 def build_service(settings: Settings, *, retriever=None, audit: bool = True):
-    from specrag.pipeline.service import Service
-
     # the service adds its ledger, telemetry and admission gate from settings, and hands
     # the first two to the engine as its hooks (``Service._assemble``: one place for them)
     engine = build_engine(settings, retriever=retriever, audit=audit)

@@ -45,13 +45,18 @@ import asyncio
 import time
 
 from specrag.generators.base import GenerationError
+from specrag.grounding.crossencoder import CrossEncoder
 from specrag.observability import ledger
+from specrag.observability.observe import ObservedGenerator
 from specrag.observability.tracing import Tracer
 from specrag.pipeline import followup, profile
 from specrag.pipeline.events import POLICIES, Answer, StageEvent
 from specrag.pipeline.phases import QuestionRun
 from specrag.pipeline.prompts import NOT_FOUND
+from specrag.resilience.chains import tier_from_settings
 from specrag.resilience.concurrency import isolated
+from specrag.retrieval.retriever import Retriever
+from specrag.routing.router import Router
 from specrag.security import access, redacting, sanitize
 from specrag.settings import Settings
 from specrag.types import SpecragError, one_line
@@ -82,6 +87,7 @@ class SpeculativeRAG:
     @classmethod
     def from_settings(cls, settings: Settings, **kw) -> "SpeculativeRAG":
         """The engine the app serves (``pipeline.build.build_engine``)."""
+        # cycle: pipeline.build assembles this module's engine
         from specrag.pipeline.build import build_engine
 
         return build_engine(settings, **kw)
@@ -118,25 +124,18 @@ class SpeculativeRAG:
             return self
         s = self.settings
         if self.retriever is None:
-            from specrag.retrieval.retriever import Retriever
-
             self.retriever = Retriever.from_settings(s)
         if self.draft is None or self.heavy is None:
-            from specrag.resilience.chains import tier_from_settings
-
             self.draft = self.draft or tier_from_settings("draft", s)
             self.heavy = self.heavy or tier_from_settings("heavy", s)
         if self.verifier is None:
+            # cycle: pipeline.build assembles this module's engine
             from specrag.pipeline.build import build_verifier
 
             self.verifier = build_verifier(s)
         if self.reranker is None:
-            from specrag.grounding.crossencoder import CrossEncoder
-
             self.reranker = CrossEncoder.from_settings(s, "reranker")
         if self.router is None:
-            from specrag.routing.router import Router
-
             self.router = Router.from_settings(s)
         for part in (self.retriever, self.draft, self.heavy, self.verifier, self.reranker,
                      self.router):
@@ -149,8 +148,6 @@ class SpeculativeRAG:
         ledger) and, for a third-party backend, behind PII redaction (the observers see
         the placeholders too, never the personal data)."""
         if stage not in self._tiers:
-            from specrag.observability.observe import ObservedGenerator
-
             gen = getattr(self, stage)
             watchers = ((self.telemetry,) if self.telemetry else ()) + self.observers
             if watchers:

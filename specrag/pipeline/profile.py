@@ -27,6 +27,7 @@ import threading
 import time
 from pathlib import Path
 
+from specrag.resilience.chains import tier_from_settings
 from specrag.retrieval.store import check_collection_name
 from specrag.settings import Settings
 from specrag.types import SpecragError
@@ -126,8 +127,6 @@ def view(engine, collection: str | None):
             changes["verifier"] = v.with_acceptance(tuned.verify.acceptance,
                                                     tuned.verify.answer_threshold)
         if tuned.models.draft != engine.settings.models.draft:
-            from specrag.resilience.chains import tier_from_settings
-
             # the collection's distilled draft; every other collection keeps the base one
             draft = tier_from_settings("draft", tuned)
             draft.warm_up()

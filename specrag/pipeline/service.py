@@ -64,6 +64,7 @@ class Service:
         self.telemetry = self.telemetry or Telemetry(s)
         hooks = (self.ledger,) if self.ledger else ()
         if self.engine is None:  # the same engine the app serves, audit included
+            # cycle: pipeline.build assembles this module's service
             from specrag.pipeline.build import build_engine
 
             self.engine = build_engine(s, telemetry=self.telemetry, observers=hooks)
@@ -77,6 +78,7 @@ class Service:
         if self.ledger is not None:
             self.budget = Budget(s, self.ledger)
         if hasattr(self.engine, "retriever") and hasattr(self.engine, "draft"):
+            # cycle: pipeline.build assembles this module's service
             from specrag.pipeline.warm_states import StateWarmer
 
             self.warmer = StateWarmer.from_settings(s, self.engine, idle=self._idle)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from specrag.generators.base import GenerationError, Usage
 from specrag.generators.costs import estimate_tokens
+from specrag.security.redacting import is_third_party
 
 OUTCOMES = ("ok", "error", "timeout", "diverged", "skipped", "cancelled")
 
@@ -103,11 +104,7 @@ class CallRecord:
 
 def third_party(gen) -> bool | None:
     """Whether calls through ``gen`` may leave this machine (``security.redacting`` reads a
-    wrapper's ``remote``); None when that module is not available."""
-    try:
-        from specrag.security.redacting import is_third_party
-    except ImportError:
-        return None
+    wrapper's ``remote``)."""
     return is_third_party(gen)
 
 

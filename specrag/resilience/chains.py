@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 from specrag.generators.base import is_local_backend, make_generator
-from specrag.generators.factory import FILE_BACKENDS
+from specrag.generators.factory import FILE_BACKENDS, backend_options, from_settings, remote_options
 from specrag.resilience.balance import make_balancer
 from specrag.resilience.breaker import CircuitBreaker
 from specrag.resilience.failover import FallbackGenerator
@@ -60,8 +60,6 @@ def chain_specs(role: str, settings: Settings) -> list[str]:
 
 def _endpoint(role: str, entry: Entry, url: str | None, settings: Settings):
     """One raw backend generator."""
-    from specrag.generators.factory import backend_options, from_settings, remote_options
-
     r = settings.resilience
     if entry.backend in FILE_BACKENDS and not entry.model:
         return from_settings(role, settings.with_values(**{f"generation.{role}": entry.backend}))

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from specrag import sources
+from specrag.retrieval.onnx_export import ensure_onnx
 from specrag.settings import Settings
 
 BACKENDS = ("onnx-int8", "onnx-fp32", "torch")
@@ -56,9 +57,7 @@ class Embedder:
                 self._st_model = SentenceTransformer(str(model_dir), device=self.device)
                 self.dimension = self._st_model.get_sentence_embedding_dimension()
             else:
-                import onnxruntime as ort
-
-                from specrag.retrieval.onnx_export import ensure_onnx
+                import onnxruntime as ort  # heavy: the ONNX runtime, loaded with the model
 
                 path = ensure_onnx(model_dir, self.settings.cache_path)[self.backend[5:]]
                 opts = ort.SessionOptions()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specrag.grounding.head import fit_logistic
 from specrag.routing.features import FEATURES, route_features
 
 FILE = "router.json"
@@ -67,8 +68,6 @@ class RouterModel:
     @classmethod
     def fit(cls, feats: list[dict[str, float]], labels, fitted_on: str = "",
             threshold: float = 0.35, l2: float = 1e-2) -> "RouterModel":
-        from specrag.grounding.head import fit_logistic
-
         x = np.array([[f[k] for k in FEATURES] for f in feats], dtype=np.float64)
         b, w = fit_logistic(x, np.asarray(labels, dtype=np.float64), l2=l2)
         return cls(round(b, 5), tuple(round(float(v), 5) for v in w), fitted_on,

@@ -19,21 +19,15 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from specrag.bench.verifier import draft_scores
+from specrag.pipeline.build import build_verifier
 from specrag.settings import Settings
+from specrag.training import data
 
 # the hard sets too (not counterfactual-vitc, held out from everything): the threshold must
 # hold on passages that contradict world knowledge, not only on the training mix
 CALIBRATION_SOURCES = ("vitaminc", "halueval-qa", "halueval-sum", "synthetic", "counterfactual",
                        "paraphrase", "noisy")
-
-
-def draft_scores(verifier, pairs, progress: bool = False) -> np.ndarray:
-    """Verifier score of each pair's hypothesis as a draft, its premise as the one chunk."""
-    from tqdm import tqdm
-
-    return np.array([verifier.verify(p.hypothesis, [p.premise]).score
-                     for p in tqdm(pairs, desc="verify", unit="draft", disable=not progress,
-                                   mininterval=5)], dtype=np.float64)
 
 
 def choose_threshold(scores, labels, target_precision: float = 0.95,
@@ -64,9 +58,6 @@ def choose_threshold(scores, labels, target_precision: float = 0.95,
 
 def calibrate(settings: Settings, target_precision: float = 0.95, n_per_source: int = 400,
               seed: int = 0, verifier=None, progress: bool = True, without=()) -> dict:
-    from specrag.pipeline.build import build_verifier
-    from specrag.training import data
-
     use = data.kept(CALIBRATION_SOURCES, without)  # checked before any model loads
     verifier = verifier or build_verifier(settings)  # the one serving uses
     pairs = data.sample(data.verifier_pairs(settings, seed, use), "dev",

@@ -24,7 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from specrag.bench import metrics
+from specrag.grounding.acceptance import AcceptanceModel
+from specrag.pipeline.build import build_verifier
+from specrag.retrieval.retriever import Retriever
 from specrag.settings import Settings
+from specrag.tune.fit import choose
 from specrag.types import SpecragError
 
 COLLECTION = "bench-e2e"
@@ -48,8 +52,6 @@ def draft_rows(run_dir: Path, settings: Settings) -> list[dict]:
                            "`specrag bench e2e --policies draft-only,...` first")
     need = [r for r in rows if not r.get("verify_chunks")]
     if need:
-        from specrag.retrieval.retriever import Retriever
-
         if not (run_dir / "data").is_dir():
             raise SpecragError(f"{run_dir}/data (the run's store) is gone and its rows do not "
                                "record their chunks: run the same `bench e2e` command again "
@@ -62,31 +64,6 @@ def draft_rows(run_dir: Path, settings: Settings) -> list[dict]:
             r["verify_chunks"] = [h.chunk.text for h in hits]
     return [{**r, "run": run_dir.name} for r in rows]
 
-
-def choose(grounded, p_right, labels, target: float, min_accepted: int = 8,
-           grounding: float | None = None) -> dict:
-    """The (grounding, P(right)) thresholds accepting the most rows at >= ``target``
-    precision; the most precise pair when the target is out of reach. ``grounding``
-    fixes the first (the pair-calibrated ``verify.threshold``)."""
-    g, p, y = (np.asarray(a, float) for a in (grounded, p_right, labels))
-    best, fallback = None, None
-    grid = [grounding] if grounding is not None else np.unique(np.concatenate([[0.0], g]))
-    for tg in grid:
-        for ta in np.unique(np.concatenate([[0.0], p])):
-            acc = (g >= tg) & (p >= ta)
-            n = int(acc.sum())
-            if n < min_accepted:
-                continue
-            prec = float(y[acc].mean())
-            row = {"threshold": float(tg), "answer_threshold": float(ta), "accepted": n,
-                   "precision": prec}
-            if prec >= target and (best is None or n > best["accepted"]):
-                best = row
-            if fallback is None or (prec, n) > (fallback["precision"], fallback["accepted"]):
-                fallback = row
-    if best is None and fallback is None:
-        raise SpecragError("too few dev drafts to calibrate on")
-    return {**(best or fallback), "target_met": best is not None}
 
 
 def evaluate(g, p, y, abstained, tg: float, ta: float) -> dict:
@@ -105,8 +82,6 @@ def calibrate_e2e(run_dirs: list[str | Path], settings: Settings, target_precisi
     on, P(right) alone decides, and it already weighs the grounding."""
     from tqdm import tqdm
 
-    from specrag.grounding.acceptance import AcceptanceModel
-    from specrag.pipeline.build import build_verifier
 
     rows = [r for d in run_dirs for r in draft_rows(Path(d), settings)]
     base = verifier or build_verifier(settings)

@@ -36,11 +36,19 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from specrag.datasets import QAItem, _sample, load_squad, passage_file_name
+from specrag.bench.slices import load_counterfactual_squad
+from specrag.datasets import QAItem, _sample, load_halueval_qa, load_squad, passage_file_name
 from specrag.generators.base import collect as collect_stream
 from specrag.grounding.text import strip_citations
 from specrag.pipeline.prompts import NOT_FOUND, build_messages
+from specrag.retrieval.embedder import Embedder
 from specrag.settings import Settings
+from specrag.training.answer_kinds import for_items
+from specrag.training.data import split_of
+from specrag.training.swaps import answer_pools, swap_answer, whole
+from specrag.training.swaps import swap as swap_text
+from specrag.tune.distill import draft_chunks
+from specrag.tune.fit import right
 
 BENCH_N = (20, 30, 40, 50, 60, 100, 150, 200)  # the e2e bench's usual --n, seed 0
 # abstention pairs: none by default; at 10% the adapter gave up 19 times where the base
@@ -53,9 +61,6 @@ _LEAK = re.compile(r"\b(hint|told|correct answer)\b", re.I)
 
 def bench_items(settings: Settings, embedder=None) -> tuple[set[str], set[str]]:
     """(item ids, passage ids) the e2e benchmark may ask about: kept out of training."""
-    from specrag.bench.slices import load_counterfactual_squad
-    from specrag.datasets import load_halueval_qa
-
     ids, pids = set(), set()
     full = {"halueval-qa": load_halueval_qa(settings).items, "squad": load_squad(settings).items,
             "counterfactual-squad": load_counterfactual_squad(settings, embedder=embedder).items}
@@ -74,12 +79,6 @@ def training_items(settings: Settings, n_halueval: int, n_squad: int, n_counter:
                    seed: int = 0) -> list[tuple[str, QAItem, tuple | None]]:
     """(dataset, item, swap) triples, interleaved so that a stopped run holds every kind;
     ``swap`` is (the gold in the paragraph, its replacement) for counterfactual items."""
-    from specrag.datasets import load_halueval_qa
-    from specrag.retrieval.embedder import Embedder
-    from specrag.training.answer_kinds import for_items
-    from specrag.training.data import split_of
-    from specrag.training.swaps import answer_pools, whole
-
     embedder = Embedder(settings).warm_up()  # one load: the slice's swaps and ours
     ids, pids = bench_items(settings, embedder)
     rng = random.Random(seed)
@@ -116,8 +115,6 @@ def training_items(settings: Settings, n_halueval: int, n_squad: int, n_counter:
 def swapped(item: QAItem, passage_text: str, pools, rng, like=None) -> tuple[str, str] | None:
     """(the gold answer in the paragraph, its replacement) or None when no clean swap;
     ``like``: same-kind candidates (``answer_kinds``)."""
-    from specrag.training.swaps import swap_answer, whole
-
     a = next((a for a in item.answers if a and re.search(whole(a), passage_text)), None)
     if a is None:
         return None
@@ -134,8 +131,6 @@ def _draft(engine, messages) -> str:
 
 def judge(engine, text: str, gold: tuple[str, ...], chunks, question: str) -> dict:
     """Right (contains the gold / token F1 >= 0.5) and grounded in the draft's chunks."""
-    from specrag.tune.fit import right
-
     if not text or NOT_FOUND in text:
         return {"right": False, "grounding": 0.0}
     v = engine.verifier.verify(strip_citations(text), chunks, question)
@@ -144,9 +139,6 @@ def judge(engine, text: str, gold: tuple[str, ...], chunks, question: str) -> di
 
 def one(engine, kind: str, item: QAItem, collection: str, swap=None) -> dict:
     """The record for one question: prompt messages, drafts tried and the target chosen."""
-    from specrag.training.swaps import swap as swap_text
-    from specrag.tune.distill import draft_chunks
-
     chunks = draft_chunks(engine, item.question, collection)
     gold = item.answers
     source = passage_file_name(item.gold_passage_id)

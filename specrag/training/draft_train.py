@@ -28,8 +28,16 @@ import random
 import time
 from pathlib import Path
 
+from specrag import sources
+from specrag.bench.e2e import _ingest, load_questions
+from specrag.ingest.ingestor import Ingestor
+from specrag.pipeline.build import build_engine
 from specrag.pipeline.prompts import NOT_FOUND
+from specrag.retrieval.retriever import Retriever
 from specrag.settings import Settings
+from specrag.training import draft_data
+from specrag.training.draft_data import _LEAK, ABSTAIN_SHARE
+from specrag.training.train import cpu_has_bf16
 
 # one epoch: two over ~400 pairs fitted them (epoch loss 0.25 -> 0.14) and moved the
 # held-out loss less than one did (BENCHMARKS.md, "A LoRA adapter for the draft")
@@ -43,8 +51,6 @@ MIN_GROUNDING = 0.5
 def select(records: list[dict], min_grounding: float, abstain_share: float | None = None,
            seed: int = 0) -> tuple[list[dict], dict]:
     """(records with ``target`` set to the answer to train on, counts by reason)."""
-    from specrag.training.draft_data import _LEAK, ABSTAIN_SHARE
-
     share = ABSTAIN_SHARE if abstain_share is None else abstain_share
     answers, abstain, why = [], [], {}
     for r in records:
@@ -70,7 +76,7 @@ def select(records: list[dict], min_grounding: float, abstain_share: float | Non
 
 
 def _pairs(tok, records: list[dict]):
-    from specrag.tune.lora import Example
+    from specrag.tune.lora import Example  # heavy: torch
 
     out = []
     for r in records:
@@ -90,9 +96,7 @@ def fit_adapter(settings: Settings, records_path: Path, out: Path, *, recipe: di
     import torch
     from tqdm import tqdm
 
-    from specrag import sources
-    from specrag.training.train import cpu_has_bf16
-    from specrag.tune import gguf_model, lora
+    from specrag.tune import gguf_model, lora  # heavy: torch
 
     recipe = {**RECIPE, **(recipe or {})}
     thr = MIN_GROUNDING if min_grounding is None else min_grounding
@@ -144,11 +148,6 @@ def fit_adapter(settings: Settings, records_path: Path, out: Path, *, recipe: di
 def workspace(settings: Settings, work: Path, progress: bool = True) -> dict:
     """Ingest each dataset's passages into ``work/<dataset>`` (skipped when done);
     returns dataset -> (engine, collection) for ``draft_data.collect``."""
-    from specrag.bench.e2e import _ingest, load_questions
-    from specrag.ingest.ingestor import Ingestor
-    from specrag.pipeline.build import build_engine
-    from specrag.retrieval.retriever import Retriever
-
     engines = {}
     for name in ("halueval-qa", "squad"):
         s = settings.with_values(data_dir=str(work / name), cache_dir=str(settings.cache_path),
@@ -171,8 +170,6 @@ def workspace(settings: Settings, work: Path, progress: bool = True) -> dict:
 def run(settings: Settings, work: Path, out: Path, *, n_halueval: int = 400, n_squad: int = 300,
         n_counter: int = 250, seed: int = 0, progress: bool = True) -> dict:
     """The three steps; the adapter in ``out``."""
-    from specrag.training import draft_data
-
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     engines = workspace(settings, work, progress)

@@ -86,6 +86,7 @@ def load_scorer(model_dir: Path, base_dir: Path):
     """(PairScorer with the shipped model's weights, tokenizer)."""
     import torch
 
+    # cycle: training.train loads scorers through this module
     from specrag.training.train import load_base
 
     model, tok = load_base(base_dir)

@@ -34,6 +34,10 @@ import numpy as np
 
 from specrag.bench import e2e_report
 from specrag.bench.metrics import percentile
+from specrag.pipeline.build import build_verifier
+from specrag.retrieval.retriever import Retriever
+from specrag.routing.features import route_features
+from specrag.routing.router import RouterModel
 from specrag.settings import Settings
 from specrag.training.calibrate_e2e import COLLECTION, draft_rows, label
 from specrag.types import SpecragError
@@ -51,9 +55,6 @@ def router_rows(run_dirs, settings: Settings, verifier=None, progress: bool = Fa
     right). ``verifier``/``embedder``: default the configured (served) models."""
     from tqdm import tqdm
 
-    from specrag.pipeline.build import build_verifier
-    from specrag.retrieval.retriever import Retriever
-    from specrag.routing.features import route_features
 
     verifier = (verifier or build_verifier(settings)).warm_up()
     out = []
@@ -88,8 +89,6 @@ def _auroc(y, p) -> float:
 
 def out_of_fold(rows: list[dict]) -> np.ndarray:
     """Each row's P(draft will do) from a model fitted on the other folds."""
-    from specrag.routing.router import RouterModel
-
     folds = np.array([fold_of(f"{r['run']}/{r['id']}") for r in rows])
     p = np.zeros(len(rows))
     for k in range(FOLDS):
@@ -143,8 +142,6 @@ def train_router(run_dirs, settings: Settings, out: Path | None = None, verifier
                  progress: bool = False, embedder=None) -> dict:
     """Fit, report (out of fold) and write ``router.json`` (default: the configured model
     path when it is a file, else ``DATA_DIR/router/router.json``)."""
-    from specrag.routing.router import RouterModel
-
     rows = router_rows(run_dirs, settings, verifier, progress, embedder)
     y = np.array([r["label"] for r in rows])
     p = out_of_fold(rows)

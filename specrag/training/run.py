@@ -21,8 +21,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from specrag import sources
+from specrag.datasets import PINNED
+from specrag.grounding.crossencoder import CrossEncoder
 from specrag.grounding.evidence import select
+from specrag.grounding.head import GroundingHead, cell_inputs
 from specrag.settings import Settings
+from specrag.training import data, rerank_data
+from specrag.training.data import left_out
 from specrag.training.sources import BIGBENCH, WHEELS, work_dir
 from specrag.training.train import TrainConfig, export, fit
 
@@ -58,8 +63,6 @@ def _log(msg: str) -> None:
 
 def data_versions(without=()) -> dict:
     """The pinned files a run reads; BIG-bench only where VitaminC was read from it."""
-    from specrag.datasets import PINNED
-
     bigbench = {} if "vitaminc" in without else {
         "bigbench": f"{BIGBENCH['file']}#sha256={BIGBENCH['sha256']}"}
     return {**bigbench, **WHEELS, **{f"datasets:{k}": v for k, v in PINNED.items()}}
@@ -68,8 +71,6 @@ def data_versions(without=()) -> dict:
 def train_verifier(settings: Settings, out: Path | None = None, scale: float = 1.0,
                    seed: int = 0, progress: bool = True, evaluate: bool = True,
                    init: Path | None = None, precision: str = "auto", without=()) -> Path:
-    from specrag.training import data
-
     without = data.left_out(without)
     out = Path(out) if out else sources.BUILTIN_DIR / "verifier"
     config = replace(CONFIGS["verifier"], seed=seed, precision=precision,
@@ -121,10 +122,6 @@ def train_head(settings: Settings, out: Path | None = None, n_per_source: int = 
     """Fit the verifier's ``GroundingHead`` on ``dev`` pairs and write ``head.json`` beside
     the model (``out``, default the configured verifier): seconds, not an hour. Its
     ``fitted_on`` names the sources it saw, so a head fitted ``without`` some says so."""
-    from specrag.grounding.crossencoder import CrossEncoder
-    from specrag.grounding.head import GroundingHead, cell_inputs
-    from specrag.training import data
-
     use = data.kept(HEAD_SOURCES, without)
     ce = CrossEncoder(settings, "verifier", model=str(out) if out else None).warm_up()
     _log("reading dev pairs")
@@ -147,9 +144,6 @@ def train_reranker(settings: Settings, out: Path | None = None, scale: float = 1
                    precision: str = "auto", without=()) -> Path:
     """The reranker reads HaluEval-QA and SQuAD questions only, never VitaminC: ``without``
     is checked and recorded so ``specrag train ... --without`` means the same everywhere."""
-    from specrag.training import rerank_data
-    from specrag.training.data import left_out
-
     without = left_out(without)
     out = Path(out) if out else sources.BUILTIN_DIR / "reranker"
     config = replace(CONFIGS["reranker"], seed=seed, precision=precision)
@@ -198,10 +192,12 @@ def _finish(settings, name, triples, config, out, progress, evaluate, extra, fir
 def _evaluate(settings, name, out, work, without=()) -> str:
     # the verifier's test pairs include VitaminC: a run without it is evaluated without it
     if name == "verifier":
+        # heavy: the benchmark of the model just trained, only when asked
         from specrag.bench import verifier as bench
 
         kw = {"without": tuple(without)}
     else:
+        # heavy: the benchmark of the model just trained, only when asked
         from specrag.bench import reranker as bench
 
         kw = {}

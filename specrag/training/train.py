@@ -33,6 +33,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from specrag.retrieval.onnx_export import _quantize
+from specrag.training.from_onnx import load_scorer
+from specrag.tune.distill import cpu_has_bf16
+
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
@@ -66,18 +70,6 @@ def _torch():
 
 PRECISIONS = ("auto", "bf16", "fp32")
 
-
-def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
-    """Whether the CPU does bf16 arithmetic natively (AVX-512 BF16 or AMX). Without it,
-    torch emulates bf16 matmuls and autocast is slower than fp32, so "auto" must not pick it."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:  # not Linux: stay on the safe side
-            return False
-    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
-                  if line.startswith("flags")), [])
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def resolve_precision(precision: str, device: str, cpuinfo: str | None = None) -> str:
@@ -147,8 +139,6 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
     random.seed(config.seed)
     torch.set_num_threads(config.threads)
     if init is not None:
-        from specrag.training.from_onnx import load_scorer
-
         model, tok = load_scorer(Path(init), base_dir)
     else:
         model, tok = load_base(base_dir)
@@ -203,7 +193,6 @@ def fit(pairs: list[tuple[str, str, float]], config: TrainConfig, base_dir: Path
 def export(model, tok, out_dir: Path, work_dir: Path, max_length: int) -> dict[str, Path]:
     """int8 ONNX + tokenizer into ``out_dir``; fp32 ONNX + torch checkpoint into ``work_dir``."""
     torch, _, _ = _torch()
-    from specrag.retrieval.onnx_export import _quantize
 
     out_dir.mkdir(parents=True, exist_ok=True)
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -32,12 +32,26 @@ import json
 import time
 from pathlib import Path
 
+from specrag import sources
 from specrag.grounding.text import strip_citations
 from specrag.pipeline import draft_pick
 from specrag.pipeline.prompts import NOT_FOUND, build_messages, cut_for
-from specrag.training.train import cpu_has_bf16  # bf16 matmuls native: ~1.5x here
 from specrag.tune.fit import right
 from specrag.types import SpecragError
+
+
+# bf16 matmuls native: ~1.5x here (``training.train`` picks its precision with it too)
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU does bf16 arithmetic natively (AVX-512 BF16 or AMX). Without it,
+    torch emulates bf16 matmuls and autocast is slower than fp32, so "auto" must not pick it."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:  # not Linux: stay on the safe side
+            return False
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
+                  if line.startswith("flags")), [])
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def draft_chunks(engine, question: str, collection: str) -> list:
@@ -72,7 +86,7 @@ def target(engine, q, reference: str | None, chunks: list) -> tuple[str | None, 
 
 def examples(engine, tokenizer, questions, rows: list[dict], collection: str) -> tuple[list, dict]:
     """Token pairs for LoRA, and why each question was or was not used."""
-    from specrag.tune.lora import Example
+    from specrag.tune.lora import Example  # heavy: torch
 
     refs = {r["id"]: r.get("prediction") for r in rows if r["policy"] == "heavy-only"}
     out, why = [], {}
@@ -101,8 +115,7 @@ def distill(engine, questions, rows: list[dict], collection: str, folder: Path, 
     """Train, merge and quantise; returns stats and ``path`` (None when nothing to learn).
     ``held``: held-out questions whose references' loss is measured before and after
     (never trained on)."""
-    from specrag import sources
-    from specrag.tune import gguf_model, lora
+    from specrag.tune import gguf_model, lora  # heavy: torch
 
     backend = engine.settings.generation.draft.split(":", 1)[0]
     if backend not in ("llama-server", "llama-cpp"):

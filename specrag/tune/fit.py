@@ -29,8 +29,36 @@ import numpy as np
 
 from specrag.bench import e2e_report
 from specrag.bench.metrics import containment, percentile, token_f1
-from specrag.training.calibrate_e2e import choose
+from specrag.grounding.acceptance import AcceptanceModel
+from specrag.routing.router import RouterModel
 from specrag.tune.questions import held_out
+from specrag.types import SpecragError
+
+
+def choose(grounded, p_right, labels, target: float, min_accepted: int = 8,
+           grounding: float | None = None) -> dict:
+    """The (grounding, P(right)) thresholds accepting the most rows at >= ``target``
+    precision; the most precise pair when the target is out of reach. ``grounding``
+    fixes the first (the pair-calibrated ``verify.threshold``)."""
+    g, p, y = (np.asarray(a, float) for a in (grounded, p_right, labels))
+    best, fallback = None, None
+    grid = [grounding] if grounding is not None else np.unique(np.concatenate([[0.0], g]))
+    for tg in grid:
+        for ta in np.unique(np.concatenate([[0.0], p])):
+            acc = (g >= tg) & (p >= ta)
+            n = int(acc.sum())
+            if n < min_accepted:
+                continue
+            prec = float(y[acc].mean())
+            row = {"threshold": float(tg), "answer_threshold": float(ta), "accepted": n,
+                   "precision": prec}
+            if prec >= target and (best is None or n > best["accepted"]):
+                best = row
+            if fallback is None or (prec, n) > (fallback["precision"], fallback["accepted"]):
+                fallback = row
+    if best is None and fallback is None:
+        raise SpecragError("too few dev drafts to calibrate on")
+    return {**(best or fallback), "target_met": best is not None}
 
 
 def right(text: str | None, answers) -> float:
@@ -96,8 +124,6 @@ def verdict_features(rows: list[dict], verifier) -> dict[str, tuple]:
 
 def calibrate(by_train: dict, feats: dict, target: float) -> dict | None:
     """The fitted model and bar, or None when the training side is too small to fit."""
-    from specrag.grounding.acceptance import AcceptanceModel
-
     drafts = [r for r in by_train.get("draft-only", []) if r["id"] in feats
               and not feats[r["id"]][2]]
     y = np.array([label(r) for r in drafts])
@@ -131,8 +157,6 @@ def draft_heavy_ratio(by: dict) -> float:
 
 
 def router(by_train: dict, by_held: dict, tuned_train: dict, tuned_held: dict) -> dict | None:
-    from specrag.routing.router import RouterModel
-
     rows = [r for r in tuned_train.get("draft-only", []) if r.get("route_features")]
     y = [float(r["accepted"] and label(r)) for r in rows]
     if len(rows) < 6 or min(y) == max(y):

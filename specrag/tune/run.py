@@ -32,12 +32,26 @@ from __future__ import annotations
 import asyncio
 import time
 
+from specrag.generators.costs import cost
 from specrag.pipeline import profile
+from specrag.pipeline.build import build_engine
+from specrag.resilience.chains import tier_from_settings
 from specrag.security import access
+from specrag.security.crypto import DataFiles
 from specrag.settings import Settings
 from specrag.tune import fit as fitting
 from specrag.tune.collect import collect, load_jsonl, over_budget, save_jsonl
-from specrag.tune.questions import TuneQuestion, accept, kind_for, partner, sample, write_one
+from specrag.tune.distill import distill
+from specrag.tune.questions import (
+    TuneQuestion,
+    accept,
+    held_out,
+    kind_for,
+    partner,
+    sample,
+    write_one,
+)
+from specrag.tune.report import write
 from specrag.types import SpecragError
 
 STEPS = ("calibrate", "router", "distill")
@@ -57,7 +71,6 @@ def _questions(engine, store, collection, n, seed, path, files, progress,
     ``max_cost_usd`` is reached (one question's cost may pass it)."""
     from tqdm import tqdm
 
-    from specrag.generators.costs import cost
 
     kept = [TuneQuestion.from_dict(d) for d in load_jsonl(files, path)]
     spent = 0.0
@@ -100,13 +113,10 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
          max_cost_usd: float | None = None, target_precision: float = 0.9, seed: int = 0,
          engine=None, principal=None, progress: bool = True, epochs: int = 2) -> dict:
     """Tune ``collection``; returns the report (also written beside ``tuned.json``)."""
-    from specrag.pipeline.build import build_engine
-
     steps = check_steps(steps)
     access.authorize(settings, "admin", collection, principal)  # security: admins only
     folder = profile.folder(settings, collection)
     folder.mkdir(parents=True, exist_ok=True)
-    from specrag.security.crypto import DataFiles
 
     files = DataFiles(settings)
     seconds = {}
@@ -175,7 +185,6 @@ def tune(settings: Settings, collection: str, *, questions: int = 40, steps=STEP
                               "reached": over_budget(cost_usd, max_cost_usd),
                               "answered": len(answered), "asked": questions},
                    "heavy": settings.generation.heavy, "draft": settings.generation.draft})
-    from specrag.tune.report import write
 
     write(report, folder)
     return report
@@ -185,10 +194,6 @@ def _distill(engine, qs, rows, collection, folder, files, report, values, accept
              epochs, progress) -> tuple[dict, str | None]:
     """Distil on the training split; replay held out with the distilled draft under the
     acceptance the collection will run with. Returns (block, model path or None)."""
-    from specrag.resilience.chains import tier_from_settings
-    from specrag.tune.distill import distill
-    from specrag.tune.questions import held_out
-
     train = [q for q in qs if not held_out(q)]
     held = [q for q in qs if held_out(q)]
     stats = distill(engine, train, rows, collection, folder, held=held, epochs=epochs,

@@ -50,6 +50,7 @@ import logging
 from pathlib import Path
 
 from specrag.ingest.originals import KeepingIngestor
+from specrag.ingest.sample import COLLECTION, EASY, HARD, SampleKB, operator
 from specrag.retrieval.retriever import Retriever
 from specrag.retrieval.store import Store
 from specrag.security.access import PermissionDenied
@@ -58,7 +59,7 @@ from specrag.settings import Settings
 from specrag.types import SpecragError, one_line
 from specrag.ui import charts, documents, metrics, panel, search, tuning, viewer
 from specrag.ui.auth import gradio_auth, principal_from_request
-from specrag.ui.sample import COLLECTION, EASY, HARD, SampleKB, operator
+from specrag.ui.gate import Gate
 from specrag.ui.session import ChatSession, Engines, Options, follow, inner_engine, stream
 from specrag.ui.turn import Turn
 
@@ -84,7 +85,6 @@ def launch_options(settings: Settings | None = None, demo=None) -> dict:
     import gradio as gr
     from starlette.middleware import Middleware
 
-    from specrag.ui.gate import Gate
 
     settings = settings or Settings()
 
@@ -107,7 +107,7 @@ def launch_options(settings: Settings | None = None, demo=None) -> dict:
     if auth is not None:
         options.update(auth=auth, auth_message="Sign in with your specrag user.")
     if demo is not None:
-        from specrag.api import openai_routes
+        from specrag.api import openai_routes  # heavy: FastAPI, only when the API is mounted
 
         # the engine is built on the first call, its models on the first question
         options["app_kwargs"]["routes"] = openai_routes(settings, demo.specrag_engines.base)

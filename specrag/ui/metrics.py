@@ -21,6 +21,7 @@ from specrag.observability.audit import AuditStore
 from specrag.security.access import authorize
 from specrag.types import SpecragError
 from specrag.ui.session import inner_engine
+from specrag.ui.tuning import reports
 
 USAGE_HEADERS = ["questions", "attempts", "failed", "tokens in", "tokens out", "cost USD"]
 AUDIT_HEADERS = ["id", "time (UTC)", "collection", "tier", "accepted", "verdict",
@@ -158,8 +159,6 @@ def build_tab(engines, settings, gr, who):
         return snapshot(engines, getattr(request, "session_hash", None), fallback=fallback)
 
     def refresh(request: gr.Request):
-        from specrag.ui.tuning import reports
-
         text, pages = reports(settings, who(request))
         return (*render(data_for(request)), text, pages or None)
 

@@ -31,6 +31,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from specrag.pipeline.build import build_service
 from specrag.pipeline.engine import SpeculativeRAG
 from specrag.pipeline.service import Service
 from specrag.ui import charts
@@ -89,8 +90,6 @@ class Engines:
         """The shared engine, built on first use (building loads nothing)."""
         with self._lock:
             if self._engine is None:
-                from specrag.pipeline.build import build_service
-
                 self._engine = build_service(self.settings, retriever=self._retriever)
             return self._engine
 

@@ -19,15 +19,18 @@ import time
 from pathlib import Path
 
 from specrag.pipeline import profile
+from specrag.pipeline.engine import SpeculativeRAG
 from specrag.security.access import authorize
+from specrag.security.crypto import DataFiles
 from specrag.security.sanitize import safe_markdown
+from specrag.tune.collect import load_jsonl
+from specrag.tune.run import STEPS, check_steps, tune
 from specrag.types import SpecragError, one_line
+from specrag.ui.session import inner_engine
 
 
 class Tuner:
     def __init__(self, settings, engines, questions: int = 40, steps=None):
-        from specrag.tune.run import STEPS
-
         self.settings = settings
         self.engines = engines
         self.questions = questions
@@ -39,8 +42,6 @@ class Tuner:
               max_cost_usd: float | None = None, steps=None) -> str:
         """Start a tune of ``collection`` unless one runs; ``questions``, ``max_cost_usd``
         (None: no cap) and ``steps`` as ``specrag tune`` takes them (defaults: the Tuner's)."""
-        from specrag.tune.run import check_steps
-
         authorize(self.settings, "admin", collection, who)  # security: admins only
         # checked here, so a bad value is the admin's message and not a failed thread
         steps = check_steps(steps) if steps else self.steps
@@ -66,10 +67,6 @@ class Tuner:
         return self.status(collection, who)
 
     def _run(self, collection, who, job) -> None:
-        from specrag.pipeline.engine import SpeculativeRAG
-        from specrag.tune.run import tune
-        from specrag.ui.session import inner_engine
-
         try:
             engine = inner_engine(self.engines.warm_up())
             if not isinstance(engine, SpeculativeRAG):
@@ -90,9 +87,6 @@ class Tuner:
         job = self._jobs.get(collection)
         folder = profile.folder(self.settings, collection)
         if job and job["thread"].is_alive():
-            from specrag.security.crypto import DataFiles
-            from specrag.tune.collect import load_jsonl
-
             files = DataFiles(self.settings)
             qs = len(load_jsonl(files, folder / "questions.jsonl"))
             rows = len(load_jsonl(files, folder / "rows.jsonl"))
@@ -169,8 +163,6 @@ def build_section(tuner: Tuner, collection, gr, who) -> None:
                     "(`specrag tune`). Distillation takes tens of minutes on a small CPU; the "
                     "cost cap stops question writing and answering once spent.",
                     elem_classes="sr-help")
-        from specrag.tune.run import STEPS
-
         with gr.Row():
             questions = gr.Number(tuner.questions, label="Questions", precision=0, minimum=4,
                                   elem_id="sr-tune-questions", scale=1)

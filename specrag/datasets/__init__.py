@@ -155,12 +155,8 @@ def load_squad(settings: Settings, n: int | None = None, seed: int = 0) -> QADat
     return QADataset("squad", list(passages.values()), _sample(items, n, seed))
 
 
-def load_counterfactual_squad(settings: Settings, n: int | None = None, seed: int = 0) -> QADataset:
-    """SQuAD test-split passages whose answer was swapped (``bench.slices``)."""
-    from specrag.bench.slices import load_counterfactual_squad as load
-
-    return load(settings, n, seed)
-
+# built from the loaders above (and the swaps of ``datasets.swaps``)
+from specrag.datasets.counterfactual_squad import load_counterfactual_squad  # noqa: E402
 
 LOADERS = {"halueval-qa": load_halueval_qa, "squad": load_squad,
            "counterfactual-squad": load_counterfactual_squad}
