@@ -78,7 +78,7 @@ class Service:
         if self.ledger is not None:
             self.budget = Budget(s, self.ledger)
         if hasattr(self.engine, "retriever") and hasattr(self.engine, "draft"):
-            # cycle: pipeline.build assembles this module's service
+            # heavy: the prompt-state warmer (llama.cpp), only for an engine with local tiers
             from specrag.pipeline.warm_states import StateWarmer
 
             self.warmer = StateWarmer.from_settings(s, self.engine, idle=self._idle)
