@@ -13,6 +13,7 @@ I/O beyond reading the YAML file.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -120,8 +121,8 @@ class VerifySettings:
 class GenerationSettings:
     """Backends as ``NAME`` (local: model from ``models.ROLE``) or ``NAME:MODEL`` (remote)."""
 
-    # llama-server (llama.cpp's server engine, a prebuilt wheel) | llama-cpp (llama-cpp-python,
-    # an optional compiled extra) | transformers | openai:MODEL | anthropic:MODEL
+    # llama-server (llama.cpp's server engine, a prebuilt wheel) | transformers |
+    # openai:MODEL | anthropic:MODEL
     draft: str = "llama-server"
     heavy: str = "llama-server"  # e.g. anthropic:claude-sonnet-4-6
     policy: str = "lazy"  # lazy | eager | routed | draft-only | heavy-only
@@ -143,13 +144,8 @@ class GenerationSettings:
     parallel: int = 0
     prompt_cache: bool = True  # llama.cpp reuses the previous prompt's prefix (off in benchmarks)
     warm_states: int = 1024  # prefill draft prompts of collections up to this many chunks; 0 off
-    # llama.cpp models run in a worker process ("process": a native crash fails one answer,
-    # not the app, and the worker restarts) or in this process ("thread")
-    local_isolation: str = "process"
-    # llama.cpp's extra CPU buffer types (AMX repacking): faults on some virtualised Intel
-    extra_bufts: bool = False
     # more options per backend, checked against its parameters: {"transformers": {"load_in":
-    # "8bit", "device": "cpu"}, "llama-cpp": {"n_ctx": 8192}, "openai": {"timeout_s": 30}}
+    # "8bit", "device": "cpu"}, "llama-server": {"n_ctx": 8192}, "openai": {"timeout_s": 30}}
     options: dict = field(default_factory=dict)
     prices: dict = field(default_factory=lambda: {
         "claude-opus-4-1": [15.0, 75.0], "claude-sonnet-4-6": [3.0, 15.0],
@@ -345,6 +341,10 @@ class Settings:
             if not isinstance(file_data, dict):
                 raise ValueError(f"{path}: settings file must be a mapping")
             for key, value in _flat(file_data).items():
+                if key in RETIRED:
+                    logging.getLogger(__name__).warning("%s: '%s' is ignored: %s", path, key,
+                                                        RETIRED[key])
+                    continue
                 if key not in origins:
                     raise ValueError(f"{path}: unknown setting '{key}'")
                 _set_path(data, key.split("."), value)
@@ -364,6 +364,9 @@ class Settings:
 
 
 _LEAF_MAPPINGS = {"generation.prices", "generation.options"}  # dict-valued, replaced whole
+# settings of earlier releases that nothing reads now: a file naming them still loads
+RETIRED = {"generation.local_isolation": "local models always run in a process of their own",
+           "generation.extra_bufts": "the llama-cpp-python runtime it tuned is gone"}
 
 
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -154,6 +154,6 @@ class Usage:
     # (llama.cpp: ``generators.confidence``); bench rows keep the draft's. Empty when
     # unknown.
     logprobs: tuple[float, ...] = ()
-    # prompt tokens not prefilled because a stored prompt state held them (llama.cpp:
-    # ``generators.prompt_states``)
+    # prompt tokens not prefilled because the server's prompt cache held them (llama.cpp's
+    # ``cache_n``: ``generators.llama_server``)
     state_tokens: int = 0

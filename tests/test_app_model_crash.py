@@ -53,7 +53,8 @@ def client(app):
 
 
 def _server(role: str):
-    found = [w for w in servers() if w.label.startswith(role + " ")]
+    # the app's; servers other test modules of this process made are closed by now
+    found = [w for w in servers() if w.label.startswith(role + " ") and w.alive()]
     assert len(found) == 1, [w.label for w in servers()]
     return found[0]
 

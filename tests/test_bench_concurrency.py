@@ -21,13 +21,13 @@ SCRIPT = [(0.5, 1.0, 5),
           (3.0, 10.0, 20)]
 
 
-def _scripted_run(tmp_path, runtimes=("llama-cpp", "llama-server"), rounds=1, **kw):
+def _scripted_run(tmp_path, runtimes=("llama-server/1", "llama-server"), rounds=1, **kw):
     clock, built, events = FakeClock(100.0), [], []
 
     def build(s):
         service = ScriptedService(clock, SCRIPT)
         built.append((s, service))
-        events.append(f"build {s.generation.draft}")
+        events.append(f"build {s.generation.draft}/{s.generation.parallel}")
         return service
 
     result = concurrency.run(make_settings(tmp_path), runtimes=runtimes, sessions=(4, 1, 2),
@@ -68,8 +68,10 @@ def test_figures_come_from_the_sessions_timings_and_tokens(tmp_path):
 def test_each_runtime_is_built_alone_with_cold_prompts_and_its_models_closed(tmp_path):
     result, built, events = _scripted_run(tmp_path, rounds=2, max_tokens=32)
     # round by round, one runtime's models at a time
-    assert events == ["build llama-cpp", "close", "build llama-server", "close"] * 2
-    assert result["runtimes"]["llama-cpp"]["rows"][1]["answers"] == 8
+    # ``/1``: one slot, one request at a time per model; bare: slots sized to the machine
+    assert events == ["build llama-server/1", "close", "build llama-server/0", "close"] * 2
+    assert result["runtimes"]["llama-server/1"]["rows"][1]["answers"] == 8
+    assert result["runtimes"]["llama-server/1"]["settings"]["parallel"] == 1
     for s, service in built:
         g = s.generation
         assert g.draft == g.heavy and (g.prompt_cache, g.warm_states) == (False, 0)
@@ -115,8 +117,10 @@ def test_the_real_service_over_fake_models_counts_each_sessions_tokens(tmp_path)
 
 def test_command_line():
     args = build_parser().parse_args(["bench", "concurrency", "--sessions", "1,2,4,8",
-                                      "--runtimes", "llama-cpp,llama-server", "--rounds", "2"])
-    assert args.sessions == (1, 2, 4, 8) and args.runtimes == ("llama-cpp", "llama-server")
+                                      "--runtimes", "llama-server/2,openai", "--rounds", "2"])
+    assert args.sessions == (1, 2, 4, 8) and args.runtimes == ("llama-server/2", "openai")
+    default = build_parser().parse_args(["bench", "concurrency"])
+    assert default.runtimes == ("llama-server/1", "llama-server")
     assert (args.rounds, args.policy, args.warm, args.max_tokens) == (2, "draft-only", False,
                                                                       None)
     assert args.out == "bench-results/concurrency" and args.func.__name__ == "cmd_concurrency"

@@ -240,7 +240,7 @@ def test_what_other_kinds_took_does_not_order_the_answerable_questions():
     assert answered.count("yes-no") == 20 and front.count("yes-no") / len(front) <= 0.6, front
 
 
-@pytest.mark.parametrize("backend", ["llama-server", "llama-cpp"])
+@pytest.mark.parametrize("backend", ["llama-server", "transformers"])
 def test_rows_name_the_local_draft_model_file(tmp_path, backend):
     from specrag.training.checker_data import draft_model
 

@@ -108,11 +108,13 @@ def test_only_the_draft_gets_the_adapter(tmp_path, shipped):
     from specrag.generators.factory import _Lazy
 
     s = make_settings(tmp_path)
-    draft, heavy = _Lazy("draft", "llama-cpp", s).build(), _Lazy("heavy", "llama-cpp", s).build()
-    assert draft.llama_params()["lora_path"] == str(shipped)
-    assert heavy.llama_params()["lora_path"] == ""
-    off = _Lazy("draft", "llama-cpp", s.with_values(**{"models.draft_adapter": "none"})).build()
-    assert off.llama_params()["lora_path"] == ""
+    draft, heavy = _Lazy("draft", "llama-server", s).build(), _Lazy("heavy", "llama-server", s).build()
+    assert draft.config["lora_path"] == str(shipped)
+    assert heavy.config["lora_path"] == ""
+    off = _Lazy("draft", "llama-server", s.with_values(**{"models.draft_adapter": "none"})).build()
+    assert off.config["lora_path"] == ""
+    # its prompt states live in a folder of their own (``test_prompt_states_of_...``)
+    assert draft.files.folder != off.files.folder
 
 
 def test_prompt_states_of_the_adapted_model_live_apart(tmp_path):

@@ -13,9 +13,10 @@ def test_an_unknown_option_is_an_error_naming_it(tmp_path):
     s = make_settings(tmp_path, **{"generation.options": {"llama-server": {"n_ctxx": 8192}}})
     with pytest.raises(ValueError, match=r"'llama-server' has no option 'n_ctxx'; it takes: .*n_ctx"):
         from_settings("draft", s)
+    # options written for the runtime of earlier releases reach the server engine, checked
     s = make_settings(tmp_path, **{"generation.draft": "llama-cpp",
                                    "generation.options": {"llama-cpp": {"n_ctxx": 8192}}})
-    with pytest.raises(ValueError, match=r"'llama-cpp' has no option 'n_ctxx'; it takes: .*n_ctx"):
+    with pytest.raises(ValueError, match=r"'llama-server' has no option 'n_ctxx'; it takes: .*n_ctx"):
         from_settings("draft", s)
     with pytest.raises(ValueError, match="has no option 'retries'"):
         make_generator("openai:m", retries=3)
@@ -49,16 +50,21 @@ def test_llama_server_options_reach_the_server_process(tmp_path):
     assert gen.config["model_path"].endswith(".gguf") and gen._server is None
 
 
-def test_llama_cpp_and_remote_options_reach_their_backends(tmp_path):
+def test_the_earlier_runtime_name_and_its_options_reach_the_server_engine(tmp_path, caplog,
+                                                                         monkeypatch):
+    from specrag.generators import base
+
+    monkeypatch.setattr(base, "_warned", set())  # said once a process: here, in this test
     s = make_settings(tmp_path, **{
         "generation.draft": "llama-cpp",
         "generation.heavy": "openai:backup", "generation.threads": 1,
         "generation.options": {"llama-cpp": {"n_ctx": 2048, "logprobs": False},
                                "openai": {"timeout_s": 7.5}}})
     draft = from_settings("draft", s)
+    assert draft.name == "llama-server" and "is now 'llama-server'" in caplog.text
     assert draft.options["n_ctx"] == 2048 and draft.options["threads"] == 1
     assert draft.build().logprobs is False  # token confidence off reaches the backend
-    assert draft.options["role"] == "draft" and draft.options["isolation"] == "process"
+    assert draft.options["role"] == "draft" and draft.build().config["n_ctx"] == 2048
     heavy = tier_from_settings("heavy", s).members[0].inner  # chain -> retries -> backend
     assert heavy.name == "openai" and heavy.timeout_s == 7.5
 
@@ -96,11 +102,11 @@ def test_the_fake_backend_exists_only_where_test_support_is_imported():
 def test_two_local_models_generating_at_once_split_the_cores(tmp_path):
     from specrag.generators.factory import backend_options, local_threads
 
-    both = {"generation.draft": "llama-cpp", "generation.heavy": "llama-cpp"}
+    both = {"generation.draft": "llama-server", "generation.heavy": "llama-server"}
     assert local_threads(make_settings(tmp_path, **both), cores=8) is None  # one at a time
     concurrent = make_settings(tmp_path, **both, **{"generation.eager_heavy_local": True})
     assert local_threads(concurrent, cores=8) == 4 and local_threads(concurrent, cores=1) == 1
-    assert backend_options("llama-cpp", concurrent, "heavy")["threads"] == local_threads(concurrent)
+    assert backend_options("llama-server", concurrent, "heavy")["threads"] == local_threads(concurrent)
     remote_heavy = make_settings(tmp_path, **{"generation.heavy": "anthropic:claude-sonnet-4-6",
                                               "generation.eager_heavy_local": True})
     assert local_threads(remote_heavy, cores=8) is None  # Claude takes no cores here

@@ -57,7 +57,8 @@ def test_a_warmed_prompt_prefills_only_the_question(draft):
     assert other["outcome"] == "stored"  # the slot moved on: chunk 1 lives in the cache
     _, usage = asyncio.run(collect(draft, build_messages("When is a note needed?", [doc]),
                                    max_tokens=8))
-    assert usage.state_tokens >= first["evaluated"] - 8  # the documents came from the cache
+    # the documents came from the cache: only the question and the turn's tail were evaluated
+    assert usage.state_tokens >= usage.input_tokens - 30 and usage.state_tokens > 100
 
 
 def test_parallel_slots_serve_several_users_at_once(draft):

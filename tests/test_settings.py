@@ -70,3 +70,13 @@ def test_config_show_prints_values_and_origins(tmp_path, monkeypatch, capsys):
 def test_secrets_are_named_not_stored():
     assert "ANTHROPIC_API_KEY" in flat(Settings()).values()
     assert not any("sk-" in str(v) for v in flat(Settings()).values())
+
+
+def test_a_setting_of_an_earlier_release_is_ignored_with_a_warning(tmp_path, caplog):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(yaml.safe_dump({"generation": {"local_isolation": "thread",
+                                                  "extra_bufts": True, "threads": 3}}))
+    s, origins = Settings.load(cfg, env={})
+    assert s.generation.threads == 3 and "generation.local_isolation" not in origins
+    assert "'generation.local_isolation' is ignored" in caplog.text
+    assert "'generation.extra_bufts' is ignored" in caplog.text

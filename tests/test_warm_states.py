@@ -1,5 +1,6 @@
-"""Warming a collection's draft prompts: the real 0.5B draft answers a first question about
-a warmed chunk from its restored state, the same text as cold; the warmer's control flow
+"""Warming a collection's draft prompts: the real 0.5B draft in its server answers a first
+question about a warmed chunk from the state a new process restored from its slot file,
+the same text as cold; the warmer's control flow
 (which chunks, when, when not) with stand-in parts; the service asks for it after a
 question."""
 
@@ -15,45 +16,73 @@ from specrag.pipeline.prompts import build_messages
 from specrag.pipeline.warm_states import StateWarmer
 from specrag.types import Chunk
 from tests.support.env import make_settings
-from tests.test_prompt_states import EXPENSES, LEAVE, chunk
+
+
+LEAVE = ("Annual leave. Every employee receives 25 days of paid annual leave per calendar "
+         "year. Up to five unused days may be carried over to the next year, and must be "
+         "taken by the end of March. Requests go to your manager at least two weeks ahead.")
+EXPENSES = ("Expenses. Claims are filed in the finance portal within 30 days with receipts. "
+            "Any single claim above EUR 500 needs the approval of the Finance Director. "
+            "Travel is booked through the company's travel desk, economy class by default.")
+
+
+def chunk(i: int, text: str) -> Chunk:
+    return Chunk(f"c{i}", f"d{i}", f"doc{i}.md", text, 0, 0, len(text), "h", "v")
 
 
 # -- the real model ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is in requirements.txt")
+    pytest.importorskip("xllamacpp", reason="xllamacpp is in requirements.txt")
     return sources.resolve("draft", make_settings(tmp_path_factory.mktemp("warm")))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("isolation", ["thread", "process"])
-def test_a_first_question_about_a_prefilled_chunk_starts_from_its_state(model_path, isolation):
-    from specrag.generators.llamacpp import LlamaCppGenerator
+def _server(model_path, states, **kw):
+    from specrag.generators.llama_server import LlamaServerGenerator
 
-    cold = LlamaCppGenerator(model_path=model_path, threads=2, prompt_cache=False,
-                             isolation=isolation).warm_up()
-    warm = LlamaCppGenerator(model_path=model_path, threads=2, isolation=isolation).warm_up()
+    # two slots and a context of their own: no other test's server, and no prompt it cached
+    return LlamaServerGenerator(model_path=model_path, threads=2, parallel=2, n_ctx=2048,
+                                states_dir=str(states), role="warm-test", **kw).warm_up()
+
+
+@pytest.mark.slow
+def test_a_warmed_chunk_survives_a_restart_in_its_slot_file(model_path, tmp_path):
+    from specrag.generators.state_folders import invalidate, read_epoch
+
+    cold = _server(model_path, tmp_path / "none", prompt_cache=False)
+    warm = _server(model_path, tmp_path / "states")
+    prompts = [build_messages("", [chunk(i, text)]) for i, text in enumerate((LEAVE, EXPENSES))]
     try:
-        assert cold.prefill(build_messages("", [chunk(0, LEAVE)])) is None  # keeps none
-        for i, text in enumerate((LEAVE, EXPENSES)):
-            states = warm.prefill(build_messages("", [chunk(i, text)]))
-            assert states["outcome"] == "stored" and states["entries"] == i + 1
-            assert 0 < states["bytes"] < states["budget_bytes"]
-        # a prompt a stored state holds is not evaluated again; a full store takes no more
-        again = warm.prefill(build_messages("", [chunk(0, LEAVE)]))
-        assert again["outcome"] == "held" and again["entries"] == 2
-        assert again["bytes"] == states["bytes"]
-        full = warm.prefill(build_messages("", [chunk(2, LEAVE + " Also true.")]), fill=0.0)
-        assert full["outcome"] == "full" and full["entries"] == 2
+        assert cold.prefill(prompts[0]) is None  # no prompt cache: nothing to keep
+        for i, messages in enumerate(prompts):
+            states = warm.prefill(messages)
+            assert states["outcome"] == "stored" and states["evaluated"] > 30
+            assert len(list(warm.files.folder.glob("*.bin"))) == i + 1
+        assert warm.prefill(prompts[0])["outcome"] == "held"  # the cache has it: no new file
+        assert warm.prefill(build_messages("", [chunk(2, LEAVE + " Also.")]),
+                            fill=0.0)["outcome"] == "full"  # over budget: no file written
+        first = warm.server.pid
+        warm.server.close()  # a restart: the process and its prompt cache are gone
+        for messages in prompts:
+            again = warm.prefill(messages)
+            assert again["outcome"] == "restored" and again["evaluated"] <= 8
+        assert warm.server.pid != first
         for question, text, i in (("How many days of paid leave are there?", LEAVE, 0),
                                   ("Who must approve a large claim?", EXPENSES, 1)):
             messages = build_messages(question, [chunk(i, text)])
             got, usage = asyncio.run(collect(warm, messages, max_tokens=24))
             want, _ = asyncio.run(collect(cold, messages, max_tokens=24))
             assert got == want  # the restored cells are those the same tokens produce
-            # everything up to the question came from the warmed state (the live context
-            # held the other chunk's prompt, so llama.cpp's own prefix cache did not help)
+            # everything up to the question came from the restored state
             assert 0.8 * usage.input_tokens - 30 < usage.state_tokens < usage.input_tokens
+        # chunks left the store: the files go, and the next request meets a new process
+        epoch, before = read_epoch(tmp_path / "states"), warm.server.pid
+        invalidate(tmp_path / "states")
+        assert not list(warm.files.folder.glob("*.bin"))
+        assert warm.prefill(prompts[0], epoch=epoch)["outcome"] == "stale"
+        _, usage = asyncio.run(collect(warm, build_messages("Who approves?", [chunk(1, EXPENSES)]),
+                                       max_tokens=4))
+        assert warm.server.pid != before and usage.state_tokens < 40  # nothing cached
     finally:
         cold.close()
         warm.close()
@@ -98,7 +127,7 @@ def test_each_visible_chunk_is_prefilled_with_the_draft_prompt_up_to_its_questio
     e = engine(tmp_path, [LEAVE, EXPENSES])
     warmer = StateWarmer(e, max_chunks=8)
     report = warmer.warm("handbook")
-    assert report == {"chunks": 2, "warmed": 2, "total": 2, "interrupted": 0, "skipped": "",
+    assert report == {"chunks": 2, "warmed": 2, "restored": 0, "total": 2, "skipped": "",
                       "seconds": report["seconds"], "state_mb": 2.0}
     # the prompt a question about that chunk will have, up to the question
     want = build_messages("", [chunk(0, LEAVE)])[1]["content"]
@@ -162,45 +191,17 @@ def test_the_warming_carries_the_states_epoch_and_stops_once_chunks_left_the_sto
     assert "left the store" in report["skipped"] and len(e.draft.prompts) == 1
 
 
-def test_a_chunk_whose_prefill_a_question_interrupted_is_prefilled_again_after_it(tmp_path):
-    busy = threading.Event()
-    asked = []
-
-    class Interrupted(Draft):  # a question arrives while the second chunk is evaluated
-        def prefill(self, messages, fill=1.0, epoch=None):
-            asked.append(messages[1]["content"])
-            if len(asked) == 2:
-                busy.set()  # the question is in flight until the warmer has waited for it
-                return {"outcome": "interrupted", "entries": 1, "bytes": 2**20,
-                        "budget_bytes": self.budget}
-            return super().prefill(messages, fill)
-
-    def idle():
-        if busy.is_set():
-            busy.clear()  # answered: the next look finds the model idle
-            asked.append("waited")
-            return False
-        return True
-
-    e = engine(tmp_path, [LEAVE, EXPENSES, "Text 2."], Interrupted())
-    report = StateWarmer(e, max_chunks=8, idle=idle, poll_s=0.001).warm("c")
-    assert report["warmed"] == 3 and report["total"] == 3 and report["interrupted"] == 1
-    # the interrupted chunk was prefilled again, after the question, before the next chunk
-    assert asked[2] == "waited" and asked[1] == asked[3] and "EUR 500" in asked[3]
-    assert len(e.draft.prompts) == 3 and "Text 2." in e.draft.prompts[-1]
-
-
-def test_a_failing_chunk_is_passed_over_and_a_dead_model_ends_the_warming(tmp_path):
+def test_a_failing_chunk_is_passed_over_and_repeated_failures_end_the_warming(tmp_path):
     from specrag.generators.base import GenerationError
-    from specrag.generators.worker import WorkerDied
 
     texts = ["Text 0.", "Text 1 is too long.", "Text 2."]
     e = engine(tmp_path, texts, Draft(fail="too long", error=GenerationError("n_ctx exceeded")))
     report = StateWarmer(e, max_chunks=8).warm("c")
     assert report["warmed"] == 2 and report["skipped"] == ""  # the others still warmed
-    e.draft = Draft(fail="Text 1", error=WorkerDied("the local model process was killed"))
+    e = engine(tmp_path, [f"Text {i}." for i in range(6)],
+               Draft(fail="Text", error=GenerationError("the model server ended")))
     report = StateWarmer(e, max_chunks=8).warm("c")
-    assert report["warmed"] == 1 and "process ended" in report["skipped"]
+    assert report["warmed"] == 0 and "3 chunks failed" in report["skipped"]
 
 
 def test_a_skip_reason_is_logged_once_not_after_every_question(tmp_path, caplog):
@@ -301,9 +302,9 @@ def test_the_bench_table_shows_questions_asked_while_warming():
                 "total_p50_s": 2.0, "total_p95_s": 3.4, "rows": []}
 
     out = table({"off": run(0, True, {}), "same_drafts": 20, "first_token_ratio": 0.97,
-                 "during": run(1024, True, {"warmed": 39, "interrupted": 15, "total": 39})})
+                 "during": run(1024, True, {"warmed": 39, "total": 39})})
     rows = out.splitlines()
     assert rows[2].startswith("| 0 |") and rows[2].endswith("| - |")
     assert "1024, questions while warming" in rows[3]
-    assert "39 prefilled meanwhile, 15 prefills stopped by a question" in rows[3]
+    assert "39 prefilled meanwhile" in rows[3]
     assert "same drafts: 20 of 20; first token 0.97x" in out

@@ -187,17 +187,16 @@ def _free_port() -> int:
 
 
 def sessions_phase(settings, out: Path, sessions: int, per_session: int, fault_rate: float,
-                   seed: int) -> dict:
-    """Concurrent gradio_client sessions against the app's /chat endpoint."""
-    from gradio_client import Client
-
-    from specrag.ui.app import build  # heavy: the whole Gradio app, for this phase only
+                   seed: int, build_app) -> dict:
+    """Concurrent gradio_client sessions against the app's /chat endpoint; ``build_app`` is
+    ``ui.app.build`` (the UI sits above the benchmarks: its caller hands it down)."""
+    from gradio_client import Client  # heavy: Gradio's client, for this phase only
 
     corpus = Corpus()
     claude, backup = _mocks(fault_rate, seed + 10)
     s = bench_settings(settings, _fresh(settings, "sessions"), claude, backup)
     service, _ = build_service(s, corpus)
-    demo = build(s, engine=service, sample=False)
+    demo = build_app(s, engine=service, sample=False)
     port = _free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                 share=False)
@@ -231,7 +230,8 @@ def sessions_phase(settings, out: Path, sessions: int, per_session: int, fault_r
 
 
 def run(settings, n: int = 200, fault_rate: float = 0.3, sessions: int = 20, per_session: int = 3,
-        out_dir: str | None = None, seed: int = 0) -> dict:
+        out_dir: str | None = None, seed: int = 0, build_app=None) -> dict:
+    """Both fault phases, then (``sessions`` > 0, with ``build_app``) the app's sessions."""
     os.environ.setdefault(KEY_ENV, "sk-chaos-local")  # the mock accepts any key
     out = Path(out_dir or "bench-results/chaos")
     out.mkdir(parents=True, exist_ok=True)
@@ -243,7 +243,10 @@ def run(settings, n: int = 200, fault_rate: float = 0.3, sessions: int = 20, per
               "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
               "baseline": baseline, "faults": faults, "added_latency": added}
     if sessions:
-        report["sessions"] = sessions_phase(settings, out, sessions, per_session, fault_rate, seed)
+        if build_app is None:
+            raise ValueError("the sessions phase needs the app's builder (build_app)")
+        report["sessions"] = sessions_phase(settings, out, sessions, per_session, fault_rate,
+                                            seed, build_app)
     report["total_s"] = round(time.time() - started, 1)
     (out / "chaos.json").write_text(json.dumps(report, indent=2))
     (out / "chaos.md").write_text(markdown(report))

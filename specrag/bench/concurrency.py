@@ -1,10 +1,12 @@
 """Many users at once: 1, 2, 4, 8 simultaneous sessions against each local runtime.
 
-``specrag bench concurrency [--sessions 1,2,4,8] [--runtimes llama-cpp,llama-server]
+``specrag bench concurrency [--sessions 1,2,4,8] [--runtimes llama-server/1,llama-server]
 [--rounds 2] [--policy draft-only] [--warm] [--max-tokens N] [--out DIR]`` ingests the
-sample handbook (``ui.sample``) into a data folder of its own under ``--out``, then per
-runtime sets ``generation.draft`` and ``generation.heavy`` to it (everything else
-equal) and builds the app's ``Service`` (``pipeline.build.build_service``, the audit
+sample handbook (``ingest.sample``) into a data folder of its own under ``--out``, then per
+runtime sets ``generation.draft`` and ``generation.heavy`` to it (``NAME/SLOTS`` also
+sets ``generation.parallel``: ``llama-server/1`` serves one request at a time per model,
+as the app did before the server engine; everything else equal) and builds the app's
+``Service`` (``pipeline.build.build_service``, the audit
 off). Per round, one untimed question loads its models, then it asks every question of
 ``QUESTIONS`` (one per handbook section, so every prompt differs) in waves of N
 sessions started together, for each N, so every session count answers the same
@@ -35,10 +37,10 @@ import time
 from pathlib import Path
 
 from specrag.bench.metrics import percentile
-from specrag.generators import llama_server, worker
+from specrag.generators import llama_server
 from specrag.ingest.ingestor import Ingestor
 from specrag.pipeline.build import build_service
-from specrag.ui.sample import SampleKB
+from specrag.ingest.sample import SampleKB
 
 # first ones also asked by ``bench policy-timing``
 A = "How many days of paid annual leave do employees get?"
@@ -55,21 +57,23 @@ TARGET_SESSIONS, FIRST_TOKEN_MAX, THROUGHPUT_MIN = 4, 1.5, 1.8
 
 
 def close_local_models() -> None:
-    """End every local model process of this process (servers and workers alike)."""
+    """End every local model process of this process."""
     for server in llama_server.servers():
         server.close()
-    for w in worker.workers():
-        w.close()
 
 
 def runtime_settings(settings, runtime: str, *, warm: bool, max_tokens: int | None,
                      most: int):
-    """``settings`` with both tiers on ``runtime``; the prompt cache and warming only
-    with ``warm``; the admission gate wide enough for ``most`` sessions."""
-    values = {"generation.draft": runtime, "generation.heavy": runtime,
+    """``settings`` with both tiers on ``runtime`` (``NAME/SLOTS``: that many slots); the
+    prompt cache and warming only with ``warm``; the admission gate wide enough for
+    ``most`` sessions."""
+    name, _, slots = runtime.partition("/")
+    values = {"generation.draft": name, "generation.heavy": name,
               "generation.prompt_cache": warm,
               "concurrency.max_concurrent": max(most, settings.concurrency.max_concurrent),
               "concurrency.max_queue": max(most, settings.concurrency.max_queue)}
+    if slots:
+        values["generation.parallel"] = int(slots)
     if not warm:
         values["generation.warm_states"] = 0
     if max_tokens:
@@ -210,7 +214,7 @@ def _machine() -> dict:
     return {"cpu": cpu, "cores": os.cpu_count(), "load_before": list(os.getloadavg())}
 
 
-def run(settings, *, runtimes=("llama-cpp", "llama-server"), sessions=(1, 2, 4, 8),
+def run(settings, *, runtimes=("llama-server/1", "llama-server"), sessions=(1, 2, 4, 8),
         rounds: int = 2, policy: str = "draft-only", warm: bool = False,
         max_tokens: int | None = None, collection: str = "handbook", questions=QUESTIONS,
         build=None, clock=time.perf_counter, close_models=close_local_models,

@@ -1,11 +1,11 @@
 """Time to first token and decode speed of a local GGUF model through llama.cpp.
 
-``specrag bench llm-speed MODEL.gguf [...] [--runtime llama-server,llama-cpp]
-[--isolation thread] [--extra-bufts]`` builds the draft prompt for three HaluEval-QA
-passages (about 430-450 prompt tokens), runs it through each runtime without the prompt
-cache (``llama-server``: llama.cpp's server engine, the prebuilt wheel; ``llama-cpp``:
-llama-cpp-python in its worker process unless ``--isolation thread``), generates 64
-tokens and prints load time, first-token time and decode tokens/s (best of three runs).
+``specrag bench llm-speed MODEL.gguf [...]`` builds the draft prompt for three
+HaluEval-QA passages (about 430-450 prompt tokens), runs it through the model's server
+(``llama-server``: llama.cpp's server engine, as the app runs it) without the prompt
+cache, generates 64 tokens and prints load time, first-token time and decode tokens/s
+(best of three runs). Which ``xllamacpp`` build runs is whichever is installed, so the
+same command compares the prebuilt wheel with a build of one's own.
 
 ``--shapes`` (``shapes()``) times the first token of the draft prompt as it is served,
 in three shapes: whole chunks with nothing cached, whole chunks after another question
@@ -14,7 +14,8 @@ chunks cut to ``draft_words`` about the question (``prompts.cut_for``) after ano
 question: two questions over different passages alternate, so no run reuses more than
 the prefix every question shares. A fourth shape is the served default: another question
 about the same passages came earlier, then one about other passages, and the passages'
-state is restored (``generators.prompt_states``); the first three keep no states. Median
+state comes from the server's prompt cache; the first three run on one slot with no
+prompt cache. Median
 of ``runs`` per shape, ratios to the first.
 
 Deliberately not here: answer quality (``bench e2e``, ``bench prompts``).
@@ -22,9 +23,11 @@ Deliberately not here: answer quality (``bench e2e``, ``bench prompts``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 
-from specrag.pipeline.prompts import build_messages
+from specrag.generators.llama_server import LlamaServerGenerator
+from specrag.pipeline.prompts import build_messages, cut_for
 from specrag.types import Chunk
 
 PASSAGES = [
@@ -41,25 +44,14 @@ PASSAGES = [
 QUESTION = "The Oberoi family is part of a hotel company that has a head office in what city?"
 
 
-def measure(path: str, threads: int = 2, new_tokens: int = 64, isolation: str = "process",
-            extra_bufts: bool = False, runs: int = 3, runtime: str = "llama-cpp") -> dict:
-    """Best of ``runs`` through the runtime's generator, as the app serves the model."""
-    import asyncio
-
+def measure(path: str, threads: int = 2, new_tokens: int = 64, runs: int = 3) -> dict:
+    """Best of ``runs`` through the model's server, as the app serves the model."""
     chunks = [Chunk(f"c{i}", "d", f"doc{i}.txt", p, i, 0, len(p), "h", "v")
               for i, p in enumerate(PASSAGES)]
     messages = build_messages(QUESTION, chunks, "draft")
     t0 = time.perf_counter()
-    if runtime == "llama-server":
-        from specrag.generators.llama_server import LlamaServerGenerator
-
-        gen = LlamaServerGenerator(model_path=path, threads=threads, prompt_cache=False,
-                                   role="bench").warm_up()
-    else:
-        from specrag.generators.llamacpp import LlamaCppGenerator  # the optional extra
-
-        gen = LlamaCppGenerator(model_path=path, threads=threads, prompt_cache=False,
-                                isolation=isolation, extra_bufts=extra_bufts).warm_up()
+    gen = LlamaServerGenerator(model_path=path, threads=threads, prompt_cache=False,
+                               role="bench").warm_up()
     load_s = time.perf_counter() - t0
 
     async def once():
@@ -76,9 +68,8 @@ def measure(path: str, threads: int = 2, new_tokens: int = 64, isolation: str = 
     try:
         for _ in range(runs):  # the prompt cache is off: every run prefills the whole prompt
             first, n, total, usage = asyncio.run(once())
-            run = {"model": str(path).rsplit("/", 1)[-1], "runtime": runtime,
-                   "isolation": isolation,
-                   "extra_bufts": extra_bufts, "prompt_tokens": usage.input_tokens,
+            run = {"model": str(path).rsplit("/", 1)[-1], "runtime": "llama-server",
+                   "prompt_tokens": usage.input_tokens,
                    "load_s": round(load_s, 2), "ttft_s": round(first, 3),
                    "decode_tok_s": round((n - 1) / max(1e-9, total - first), 1)}
             best = run if best is None or run["ttft_s"] < best["ttft_s"] else best
@@ -97,11 +88,7 @@ SAME_PASSAGES = "Under what name does Allie Goertz post her videos?"
 def shapes(path: str, threads: int = 2, words: int = 60, runs: int = 5) -> dict:
     """First-token time of the served draft prompt: whole/no cache, whole/prefix cached,
     cut to ``words``/prefix cached (see the module docstring)."""
-    import asyncio
     import statistics
-
-    from specrag.generators.llamacpp import LlamaCppGenerator
-    from specrag.pipeline.prompts import cut_for
 
     def chunks(texts):
         return [Chunk(f"c{i}", "d", f"doc{i}.txt", p, i, 0, len(p), "h", "v")
@@ -123,8 +110,9 @@ def shapes(path: str, threads: int = 2, words: int = 60, runs: int = 5) -> dict:
                    True, 256)}
     out = {}
     for name, (msgs, before, cache, states) in prompts.items():
-        gen = LlamaCppGenerator(model_path=path, threads=threads, prompt_cache=cache,
-                                prompt_states_mb=states).warm_up()
+        # one slot: a question finds only what the previous one left, plus the cache
+        gen = LlamaServerGenerator(model_path=path, threads=threads, prompt_cache=cache,
+                                   parallel=1, cache_ram_mb=states, role="bench").warm_up()
 
         async def first_token(m):
             start, tokens = time.perf_counter(), None

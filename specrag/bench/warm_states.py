@@ -9,15 +9,15 @@ run left (an app restart: nothing to prefill again). Each asks one opening quest
 of ``followups.HANDBOOK``: questions no one asked before, about chunks no question
 drafted from. ``--dataset squad --n N`` asks N questions of that set instead, for a
 data folder whose collection holds its passages (a ``bench e2e`` run's ``data``): a
-collection of hundreds of chunks, warmed onto disk (``generators.state_files``). Per
+collection of hundreds of chunks, warmed into slot files (``generators.slot_files``). Per
 run: draft first token and final answer p50/p95, the warming's seconds and state
 size, and how many answers are the same text in both runs (a restored state must
 change nothing but the time).
 
 ``--during`` measures the other side: questions asked *while* a cold collection warms
 (a user who opens the app on a collection ingested a minute ago), ``gap_s`` apart, against
-the same questions with warming off. A question that comes mid-prefill stops it
-(``StatefulLlama.prefill``'s ``interrupt``) instead of waiting up to a chunk's prefill.
+the same questions with warming off. A question that comes mid-prefill is batched with
+it by the server engine (the chunk's prefill goes on beside the question).
 
 Deliberately not here: answer quality (``bench e2e``), repeated questions (``bench
 policy-timing --prompt-cache``), concurrency (``bench concurrency``).
@@ -78,7 +78,7 @@ def run(settings, collection: str = "handbook", policy: str = "lazy", warm: int 
     finally:
         service.close()  # stops a warming after its chunk in progress
         for tier in (service.engine.draft, service.engine.heavy):
-            tier.close()  # the next run starts its own workers, cold
+            tier.close()  # the next run starts its own model servers, cold
     if during and service.warmer is not None:
         warming = service.warmer.report.get(collection, {})  # how far it got meanwhile
     ttft = [r["draft_ttft_ms"] for r in rows if r["draft_ttft_ms"] is not None]
@@ -129,11 +129,10 @@ def table(result: dict) -> str:
             continue
         w = r["warming"]
         warming = (f"{w.get('total', 0)} of {w.get('chunks', 0)} chunks held "
-                   f"({w.get('warmed', 0)} prefilled), {w.get('seconds', 0)} s, "
-                   f"{w.get('state_mb', 0)} MB" if w else "-")
+                   f"({w.get('warmed', 0)} prefilled, {w.get('restored', 0)} from files), "
+                   f"{w.get('seconds', 0)} s, {w.get('state_mb', 0)} MB" if w else "-")
         if r.get("during") and w:
-            warming = (f"while warming: {w.get('warmed', 0)} prefilled meanwhile, "
-                       f"{w.get('interrupted', 0)} prefills stopped by a question")
+            warming = f"while warming: {w.get('warmed', 0)} prefilled meanwhile"
         label = (f"{r['warm_states']}{'' if r.get('cold', True) else ', after a restart'}"
                  f"{', questions while warming' if r.get('during') and r['warm_states'] else ''}")
         lines.append(f"| {label} | {r['draft_ttft_p50_s']} s | {r['draft_ttft_p95_s']} s"

@@ -83,10 +83,6 @@ def add_parsers(sub) -> None:
                                           "through llama.cpp")
     p.add_argument("models", nargs="+", help="GGUF files")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--runtime", default="llama-server",
-                   help="comma-separated: llama-server (the default runtime) and/or llama-cpp")
-    p.add_argument("--isolation", choices=("process", "thread"), default="process")
-    p.add_argument("--extra-bufts", action="store_true", help="let llama.cpp repack weights")
     p.add_argument("--shapes", action="store_true",
                    help="first token of the served draft prompt: whole, prefix cached, cut")
     p.add_argument("--words", type=int, default=60, help="--shapes: words per cut chunk")
@@ -96,9 +92,10 @@ def add_parsers(sub) -> None:
                                             "runtime: first token, answer, tokens/s")
     p.add_argument("--sessions", type=_counts, default=(1, 2, 4, 8),
                    help="simultaneous sessions to measure, comma-separated (default 1,2,4,8)")
-    p.add_argument("--runtimes", type=_names, default=("llama-cpp", "llama-server"),
-                   help="generation.draft/heavy backends, comma-separated "
-                        "(default llama-cpp,llama-server)")
+    p.add_argument("--runtimes", type=_names, default=("llama-server/1", "llama-server"),
+                   help="generation.draft/heavy backends, comma-separated, each NAME or "
+                        "NAME/SLOTS (default llama-server/1,llama-server: one request at a "
+                        "time per model against slots sized to the machine)")
     p.add_argument("--rounds", type=int, default=2, help="rounds of every question per "
                                                          "session count (default 2)")
     p.add_argument("--policy", default="draft-only", choices=list(POLICIES))
@@ -167,11 +164,12 @@ def cmd_ingest(args, settings) -> int:
 
 
 def cmd_chaos(args, settings) -> int:
-    from specrag.bench import chaos
+    from specrag.bench import chaos  # heavy: imported for this command only (CLI start-up)
+    from specrag.ui.app import build  # heavy: the whole Gradio app, for the sessions phase
 
     report = chaos.run(settings, n=args.questions, fault_rate=args.fault_rate,
                        sessions=args.sessions, per_session=args.per_session, out_dir=args.out,
-                       seed=args.seed)
+                       seed=args.seed, build_app=build)
     print(chaos.markdown(report))
     print(f"written to {args.out}/chaos.json and chaos.md")
     failed = report["faults"]["failed_answers"] + report.get("sessions", {}).get("errors", 0)
@@ -205,9 +203,7 @@ def cmd_llm_speed(args, _settings) -> int:
         if args.shapes:
             print(json.dumps(llm_speed.shapes(model, args.threads, args.words), indent=1))
             continue
-        for runtime in args.runtime.split(","):
-            print(llm_speed.measure(model, args.threads, isolation=args.isolation,
-                                    extra_bufts=args.extra_bufts, runtime=runtime), flush=True)
+        print(llm_speed.measure(model, args.threads), flush=True)
     return 0
 
 
@@ -225,7 +221,7 @@ def _counts(text: str) -> tuple[int, ...]:
 def _names(text: str) -> tuple[str, ...]:
     names = tuple(x.strip() for x in text.split(",") if x.strip())
     if not names:
-        raise argparse.ArgumentTypeError("expected names like llama-cpp,llama-server")
+        raise argparse.ArgumentTypeError("expected names like llama-server/1,llama-server")
     return names
 
 

@@ -15,6 +15,7 @@ prices (``costs``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from typing import AsyncIterator, Callable, Iterator, Protocol, runtime_checkable
@@ -45,6 +46,23 @@ class Generator(Protocol):
 
 
 _REGISTRY: dict[str, Callable[..., Generator]] = {}
+# names that settings written for an earlier release may still use: the llama-cpp-python
+# runtime gave way to llama.cpp's own server engine, which runs the same GGUF files
+ALIASES = {"llama-cpp": "llama-server"}
+_warned: set[str] = set()
+
+
+def canonical(backend: str) -> str:
+    """The backend a name stands for (an alias is logged once, then followed)."""
+    new = ALIASES.get(backend)
+    if new is None:
+        return backend
+    if backend not in _warned:
+        _warned.add(backend)
+        logging.getLogger(__name__).warning(
+            "generator backend '%s' is now '%s' (llama.cpp's server engine, the same GGUF "
+            "files); update your settings", backend, new)
+    return new
 
 
 def register(name: str):
@@ -61,21 +79,18 @@ def _load_backends() -> None:
         openai_compat,
         transformers_backend,
     )
-    try:  # the llama-cpp-python runtime is an optional extra (a compiled build)
-        from specrag.generators import llamacpp  # noqa: F401
-    except ImportError:
-        pass
 
 
 def is_local_backend(name: str) -> bool:
     """Whether a backend runs on this machine (it costs nothing, is not retried, and its
     speed says nothing about an outage): its class says so with ``local = True``."""
     _load_backends()
-    return bool(getattr(_REGISTRY.get(name), "local", False))
+    return bool(getattr(_REGISTRY.get(canonical(name)), "local", False))
 
 
 def _factory(backend: str, spec: str = "") -> Callable[..., Generator]:
     _load_backends()
+    backend = canonical(backend)
     if backend not in _REGISTRY:
         raise ValueError(f"unknown generator backend '{backend}' in '{spec or backend}'; "
                          f"known: {', '.join(sorted(_REGISTRY))}")
@@ -97,6 +112,7 @@ def make_generator(spec: str, **options) -> Generator:
     """``"backend:model"`` (e.g. ``"anthropic:claude-sonnet-4-6"``) -> a generator; every
     option is one of the backend's own parameters (``check_options``)."""
     backend, _, model = spec.partition(":")
+    backend = canonical(backend)
     factory = _factory(backend, spec)
     check_options(backend, options)
     return factory(model=model, **options)

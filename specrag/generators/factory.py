@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 
 from specrag import sources
-from specrag.generators.base import Generator, check_options, is_local_backend, make_generator
+from specrag.generators.base import (ALIASES, Generator, canonical, check_options,
+                                     is_local_backend, make_generator)
 from specrag.generators.state_folders import root_for
 from specrag.settings import Settings
 
 # local backends whose model file comes from ``models.ROLE`` (resolved lazily by ``sources``)
-FILE_BACKENDS = ("llama-server", "llama-cpp", "transformers")
+FILE_BACKENDS = ("llama-server", "transformers")
 
 
 def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
@@ -29,29 +30,22 @@ def backend_options(backend: str, settings: Settings, role: str = "") -> dict:
     ``generation.options[BACKEND]`` over them. Checked here, so a misspelt option is an
     error at start-up that names it, not a setting silently ignored."""
     g = settings.generation
+    backend = canonical(backend)
     options: dict = {}
     if backend == "llama-server":
+        # prompt states follow the store's epoch (a delete forgets them); they are written
+        # to files only in clear, so never with encryption at rest on
         options = {"threads": local_threads(settings), "prompt_cache": g.prompt_cache,
                    "parallel": g.parallel, "role": role,
-                   "log_dir": str(settings.data_path / "logs")}
-    if backend == "llama-cpp":
-        options = {"threads": local_threads(settings), "prompt_cache": g.prompt_cache,
-                   "isolation": g.local_isolation, "extra_bufts": g.extra_bufts, "role": role}
-        # both follow the store's epoch (states of deleted chunks are forgotten); only
-        # warmed prompts, the draft's, are written there (``state_files``)
-        options.update(states_dir=str(root_for(settings.data_path)),
-                       states_key=states_key(settings))
+                   "log_dir": str(settings.data_path / "logs"),
+                   "states_dir": str(root_for(settings.data_path)),
+                   "persist_states": not settings.security.encrypt}
+    for name, alias_of in ALIASES.items():  # options written under an earlier name
+        if alias_of == backend:
+            options.update((g.options or {}).get(name, {}))
     options.update((g.options or {}).get(backend, {}))
     check_options(backend, {**options, **({"model_path": ""} if backend in FILE_BACKENDS else {})})
     return options
-
-
-def states_key(settings: Settings) -> str | None:
-    """The encryption key for state files (hex), None with ``security.encrypt`` off."""
-    from specrag.security.crypto import load_key
-
-    key = load_key(settings)
-    return key.hex() if key else None
 
 
 def local_threads(settings: Settings, cores: int | None = None) -> int | None:
@@ -72,7 +66,7 @@ class _Lazy:
     """Resolves the local model file on first use, then delegates to the real backend."""
 
     def __init__(self, role: str, backend: str, settings: Settings):
-        self.role, self.name, self.settings = role, backend, settings
+        self.role, self.name, self.settings = role, canonical(backend), settings
         self.model = sources.source_for(role, settings).rsplit("/", 1)[-1].split("#")[0]
         self.options = backend_options(backend, settings, role)
         self._inner: Generator | None = None
@@ -81,8 +75,7 @@ class _Lazy:
         """The backend itself, its model file resolved, nothing loaded."""
         path = sources.resolve(self.role, self.settings)
         options = dict(self.options)
-        if (self.role == "draft" and self.name in ("llama-server", "llama-cpp")
-                and "lora_path" not in options):
+        if self.role == "draft" and self.name == "llama-server" and "lora_path" not in options:
             adapter = sources.draft_adapter(self.settings)
             options["lora_path"] = str(adapter) if adapter else ""
         return make_generator(f"{self.name}:{path.stem}", model_path=path, **options)
@@ -126,6 +119,7 @@ def remote_options(backend: str, settings: Settings, url: str | None = None) -> 
 def from_settings(role: str, settings: Settings) -> Generator:
     spec = getattr(settings.generation, role)
     backend, _, model = spec.partition(":")
+    backend = canonical(backend)
     if backend in FILE_BACKENDS and not model:
         return _Lazy(role, backend, settings)
     return make_generator(spec, **{**remote_options(backend, settings),

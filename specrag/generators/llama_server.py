@@ -5,7 +5,10 @@
 serves llama.cpp's C++ server on a loopback port: continuous batching over ``parallel``
 slots, so several users draft at once, and its prompt cache in host memory
 (``cache_ram_mb``), so a question about a chunk prefilled before (a warmed collection,
-``pipeline.warm_states``, or an earlier question) evaluates only the question. The tiers
+``pipeline.warm_states``, or an earlier question) evaluates only the question; warmed
+prompts are saved as slot files too (``slot_files``), so a restart restores them instead
+of evaluating them again, and a new states epoch (chunks left the store) starts a new
+process, so no cache keeps deleted text. The tiers
 talk to it through ``openai_compat``, the same code that talks to vLLM, Ollama or a
 llama.cpp server on another machine: pointing ``generation.draft`` at ``openai:MODEL``
 there is the whole scale-out story.
@@ -22,6 +25,7 @@ retries (a local model is not retried: ``resilience``).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import json
 import logging
@@ -33,8 +37,12 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
+
 from specrag.generators.base import GenerationError, Usage, register
 from specrag.generators.openai_compat import OpenAICompatGenerator
+from specrag.generators.slot_files import BUDGET_MB, SlotFiles, prompt_key
+from specrag.generators.state_folders import read_epoch
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +59,12 @@ class ServerProcess:
     """One model server child: started on demand, restarted after it died."""
 
     def __init__(self, config: dict, log_path: Path | None = None, start_timeout_s: float = 300,
-                 label: str = ""):
+                 label: str = "", states_root: str | os.PathLike | None = None):
         self.config = config
+        # the store's states epoch: a new one (chunks left the store) means a new process,
+        # so no prompt cache keeps the text of deleted chunks
+        self.states_root = Path(states_root) if states_root else None
+        self.epoch: str | None = None
         self.log_path = log_path
         self.start_timeout_s = start_timeout_s
         self.label = label or Path(config["model_path"]).stem
@@ -94,9 +106,13 @@ class ServerProcess:
     def ensure(self) -> str:
         """The server's base URL, starting its process first when it is not running."""
         with self._lock:
-            if self.alive() and self.url:
+            if self.alive() and self.url and not self._stale():
                 return self.url
-            if self._proc is not None:
+            if self.alive():
+                log.info("chunks left the store: the %s model server starts again, so its "
+                         "prompt cache forgets them", self.label)
+                self.close()
+            elif self._proc is not None:
                 log.warning("the %s model server ended (%s): starting it again", self.label,
                             self.ended(0))
             self.restarts += self._started
@@ -104,7 +120,15 @@ class ServerProcess:
             self._started = True
             return self.url
 
+    def _stale(self) -> bool:
+        if self.states_root is None:
+            return False
+        now = read_epoch(self.states_root)
+        return now is not None and now != self.epoch
+
     def _start(self) -> None:
+        if self.states_root is not None:
+            self.epoch = read_epoch(self.states_root)
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         err = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
@@ -145,15 +169,18 @@ def _read_line(proc: subprocess.Popen, timeout_s: float) -> str:
     return got[0].decode(errors="replace") if got else ""
 
 
-def shared_server(config: dict, log_dir: Path | None = None, role: str = "") -> ServerProcess:
+def shared_server(config: dict, log_dir: Path | None = None, role: str = "",
+                  states_root: str | os.PathLike | None = None) -> ServerProcess:
     """The process serving this role's model file with these options."""
-    key = json.dumps({"role": role, **config}, sort_keys=True)
+    key = json.dumps({"role": role, "states": str(states_root or ""), **config},
+                     sort_keys=True)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
             stem = Path(config["model_path"]).stem
             name = f"llama-server-{role or 'model'}-{len(_SERVERS)}.log"
             _SERVERS[key] = ServerProcess(config, (log_dir / name) if log_dir else None,
-                                          label=f"{role} {stem}".strip())
+                                          label=f"{role} {stem}".strip(),
+                                          states_root=states_root)
         return _SERVERS[key]
 
 
@@ -179,7 +206,9 @@ class LlamaServerGenerator:
                  n_ctx: int = 4096, threads: int | None = None, parallel: int = 0,
                  prompt_cache: bool = True, cache_ram_mb: int = 1024, lora_path: str = "",
                  log_dir: str = "", role: str = "", timeout_s: float = 600.0,
-                 logprobs: bool = True, n_batch: int = 0, n_ubatch: int = 0):
+                 logprobs: bool = True, n_batch: int = 0, n_ubatch: int = 0,
+                 states_dir: str = "", persist_states: bool = True,
+                 states_mb: int = BUDGET_MB):
         self.model = model or (Path(model_path).stem if model_path else "")
         self.model_path = model_path
         self.role = role
@@ -192,6 +221,15 @@ class LlamaServerGenerator:
                        "lora_path": lora_path}
         if n_batch or n_ubatch:  # prompt tokens per step / per pass (0: llama.cpp's own)
             self.config.update(n_batch=n_batch, n_ubatch=n_ubatch)
+        # warmed prompts saved as slot files (``slot_files``), restored after a restart
+        self.states_dir = states_dir
+        self.files = None
+        if states_dir and persist_states and prompt_cache and model_path:
+            self.files = SlotFiles(states_dir, model_path,
+                                   {"n_ctx": n_ctx, "lora_path": lora_path}, states_mb)
+            self.config["slot_save_path"] = self.files.save_path
+        self._live: set[str] = set()  # prompts the running process has (saved or restored)
+        self._live_pid: int | None = None
         self.log_dir = Path(log_dir) if log_dir else None
         self.timeout_s = timeout_s
         self.logprobs = logprobs
@@ -202,7 +240,10 @@ class LlamaServerGenerator:
         if self._server is None:
             if self.log_dir:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
-            self._server = shared_server(self.config, self.log_dir, self.role)
+            if self.files is not None:
+                self.files.prepare()
+            self._server = shared_server(self.config, self.log_dir, self.role,
+                                         self.states_dir or None)
         return self._server
 
     def warm_up(self) -> "LlamaServerGenerator":
@@ -217,8 +258,6 @@ class LlamaServerGenerator:
                                      timeout_s=self.timeout_s, extra_body=extra)
 
     async def stream(self, messages, *, max_tokens: int = 256, temperature: float = 0.0):
-        import asyncio
-
         server = self.server
         url = await asyncio.to_thread(server.ensure)
         server.in_flight += 1
@@ -238,25 +277,49 @@ class LlamaServerGenerator:
 
     def prefill(self, messages: list[dict], fill: float = 1.0,
                 epoch: str | None = None) -> dict | None:
-        """Evaluate a prompt so its state lands in the server's prompt cache (warming);
-        "held" when the cache already held it."""
-        import httpx
-
+        """Evaluate a prompt so its state lands in the server's prompt cache (warming), from
+        its slot file when an earlier process saved one; the outcome: "stored" (evaluated
+        now), "restored" (from its file), "held" (the cache had it), "full" (the files'
+        budget is ``fill`` used), "stale" (chunks left the store since ``epoch``)."""
         if not self.prompt_cache:
             return None
         url = self.server.ensure()
+        if epoch is not None and self.states_dir:
+            now = read_epoch(self.states_dir)
+            if now is not None and now != epoch:
+                return {"outcome": "stale", "bytes": 0, "evaluated": 0, "cached": 0}
+        files = self.files
+        key = prompt_key(messages) if files is not None else ""
+        if self._live_pid != self.server.pid:  # a new process: its cache holds nothing yet
+            self._live, self._live_pid = set(), self.server.pid
+        slot = (files.restore(url, key) if files is not None and key not in self._live
+                and files.has(key) else None)
+        restored = slot is not None
+        timings = self._evaluate(url, messages, slot)
+        evaluated = int(timings.get("prompt_n", 0))
+        outcome = "stored" if evaluated > 8 else ("restored" if restored else "held")
+        if files is not None and outcome == "stored":
+            if files.used_bytes() >= fill * files.budget:
+                outcome = "full"
+            elif files.save(url, key, evaluated + int(timings.get("cache_n", 0))):
+                self._live.add(key)
+        if restored:
+            self._live.add(key)
+        return {"outcome": outcome, "bytes": files.used_bytes() if files else 0,
+                "evaluated": evaluated, "cached": int(timings.get("cache_n", 0))}
+
+    def _evaluate(self, url: str, messages: list[dict], slot: int | None = None) -> dict:
         body = {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0,
                 "cache_prompt": True}
+        if slot is not None:  # the slot a file was restored into: the prompt is there
+            body["id_slot"] = slot
         try:
             resp = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=self.timeout_s)
             resp.raise_for_status()
         except httpx.HTTPError as err:
             raise GenerationError(f"warming a prompt failed: {type(err).__name__}",
                                   retryable=False) from None
-        timings = resp.json().get("timings") or {}
-        evaluated = int(timings.get("prompt_n", 0))
-        return {"outcome": "stored" if evaluated > 8 else "held", "bytes": 0,
-                "evaluated": evaluated, "cached": int(timings.get("cache_n", 0))}
+        return resp.json().get("timings") or {}
 
     def close(self) -> None:
         if self._server is not None:

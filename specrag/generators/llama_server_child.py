@@ -23,7 +23,7 @@ import sys
 # (n_batch, n_ubatch: prompt tokens per scheduling step / per compute pass; 0: llama.cpp's)
 DEFAULTS = {"model_path": "", "n_ctx": 4096, "parallel": 4, "threads": 0,
             "cache_ram_mb": 1024, "lora_path": "", "verbosity": 1, "n_batch": 0,
-            "n_ubatch": 0}
+            "n_ubatch": 0, "slot_save_path": ""}
 
 
 def params(config: dict):
@@ -47,6 +47,13 @@ def params(config: dict):
     p.hostnames = ["127.0.0.1"]
     p.verbosity = int(c["verbosity"])
     p.endpoint_metrics = True
+    if c["slot_save_path"]:  # enables /slots/ID?action=save|restore (``slot_files``)
+        p.slot_save_path = str(c["slot_save_path"])
+    p.cache_idle_slots = True  # an idle slot's prompt moves to the cache before reuse
+    # every request takes the least recently used slot and the cache's best prefix for it:
+    # by default a slot sharing over half its tokens (the system prompt, with a short chunk)
+    # is reused as it is, and the chunk that the cache holds is evaluated again
+    p.slot_prompt_similarity = 0.0
     if c["lora_path"]:
         adapter = xllamacpp.CommonAdapterLoraInfo(str(c["lora_path"]), 1.0)
         p.lora_adapters = [adapter]

@@ -10,7 +10,7 @@ leave it: every state deleted and a new epoch written, which each model process 
 (``read_epoch``) before it restores a state.
 
 Deliberately not here: the state files themselves and their budget
-(``generators.state_files``), and which prompts are kept (``generators.prompt_states``).
+(``generators.slot_files``), and which prompts are kept (``pipeline.warm_states``).
 """
 
 from __future__ import annotations

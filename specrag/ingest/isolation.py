@@ -20,6 +20,7 @@ run in the caller's process on the returned ``ParsedDocument``.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -28,11 +29,22 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from specrag.generators.worker import describe_exit
 from specrag.types import IngestError, ParsedDocument
 
 MAX_IDLE = 2  # parser processes kept for the next upload
 POLL_S = 0.2
+
+
+def describe_exit(code: int | None) -> str:
+    """How a child process ended, as the end of a sentence ("was killed by SIGKILL")."""
+    if code is None:
+        return "is unresponsive"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
 
 
 class ParserProcess:

@@ -2,22 +2,21 @@
 any of its chunks prefills only the question.
 
 The draft prompt is system prompt, one chunk, question (``retrieval.draft_k`` 1). The
-local draft model keeps the KV state of recent prompts (``generators.prompt_states``),
-so a question about a chunk drafted from before starts in ~0.2 s instead of ~1 s on two
-cores; the draft keeps them on disk too (``generators.state_files``, 4 GB, ~2 MB a
-chunk), so a warmed collection stays warm across restarts and beyond memory.
-``StateWarmer`` makes that true for questions no one asked yet: after a question to a
-collection of at most ``generation.warm_states`` chunks (``Service``), or when a
-browser opens the page (``ui.session.Engines.prepare``), a background thread hands
-each visible chunk's draft prompt (an empty question) to the draft model's ``prefill``,
-one chunk at a time and only while no question is in flight (``idle``): a question that
-arrives meanwhile stops the chunk's prefill (``StatefulLlama.prefill``'s ``interrupt``,
-within ~10-20 ms) and the chunk is prefilled again once the question is answered. The
-model itself skips a prompt a stored state already holds (in memory or on disk; without
-the files, a restart warms again), and evaluates none once its store (the files, else
-memory) is three-quarters full, so the states of live questions keep room; the store is
-shared by every collection the model drafts for. When chunks leave the store, every state is forgotten
-and the next question warms the collection again.
+local draft model's server keeps the KV state of recent prompts in its prompt cache
+(``generators.llama_server``), so a question about a chunk drafted from before starts
+in ~0.2 s instead of ~1 s on two cores; warmed prompts are saved as slot files too
+(``generators.slot_files``, 4 GB, ~5 MB a chunk), so a warmed collection stays warm
+across restarts. ``StateWarmer`` makes that true for questions no one asked yet: after
+a question to a collection of at most ``generation.warm_states`` chunks (``Service``),
+or when a browser opens the page (``ui.session.Engines.prepare``), a background thread
+hands each visible chunk's draft prompt (an empty question) to the draft model's
+``prefill``, one chunk at a time and only while no question is in flight (``idle``); a
+question that arrives meanwhile is batched with the prefill in progress by the engine
+(about one chunk, ~1 s, at worst). The model evaluates only what its cache does not hold,
+restores a prompt from its file when one was saved, and saves no more files once they
+fill three-quarters of their budget; the files are shared by every collection the
+model drafts for. When chunks leave the store, every state is forgotten (the files
+deleted, the server started again) and the next question warms the collection again.
 
 Warming is skipped, with the reason logged and kept in ``report``, when it cannot help:
 a heavy-only policy drafts nothing; several chunks per draft (``draft_k`` > 1) or chunks cut to the question
@@ -25,8 +24,8 @@ a heavy-only policy drafts nothing; several chunks per draft (``draft_k`` > 1) o
 (remote, ``transformers``, the prompt cache off) has nothing to keep; and with
 ``security.redact_local`` the model sees placeholders, never the chunk as stored.
 
-Deliberately not here: the states themselves (``generators.prompt_states``,
-``generators.state_files``), warming at start-up (models load once a page opens or a
+Deliberately not here: the states themselves (``generators.llama_server``,
+``generators.slot_files``), warming at start-up (models load once a page opens or a
 question comes), choosing which chunks of a collection over ``warm_states`` deserve
 warming, and a session's own ``draft_k``/``draft_words`` (the base settings decide). Each
 prefill advances llama.cpp's seed chain: drafts are the same with or without warming at
@@ -41,8 +40,8 @@ import threading
 import time
 
 from specrag.generators.base import GenerationError
+from specrag.pipeline import profile
 from specrag.generators.state_folders import read_epoch, root_for
-from specrag.generators.worker import WorkerDied
 from specrag.pipeline.prompts import PROMPT_TOKENS, build_messages
 from specrag.security import redacting
 
@@ -153,10 +152,8 @@ class StateWarmer:
     def warm(self, collection: str) -> dict:
         """Prefill each visible chunk's draft prompt that no stored state holds; what was
         done: chunks listed, ``warmed`` now, ``total`` held after, why it stopped early."""
-        from specrag.tune import profile
-
         t0 = time.perf_counter()
-        report = {"chunks": 0, "warmed": 0, "total": 0, "interrupted": 0, "skipped": "",
+        report = {"chunks": 0, "warmed": 0, "restored": 0, "total": 0, "skipped": "",
                   "seconds": 0.0,
                   "state_mb": self.report.get(collection, {}).get("state_mb", 0.0)}
         view = None if self._stop.is_set() else profile.view(self.engine, collection)
@@ -178,10 +175,10 @@ class StateWarmer:
         said, self._said[collection] = self._said.get(collection), reason
         self.report[collection] = report
         # a new reason, or new work, is news; the same "nothing to do" after every question is not
-        (log.info if report["warmed"] or reason != said else log.debug)(
-            "warmed %d draft prompts of %s (%d of %d held) in %.1f s%s", report["warmed"],
-            collection, report["total"], report["chunks"], report["seconds"],
-            f"; not all: {reason}" if reason else "")
+        (log.info if report["warmed"] or report["restored"] or reason != said else log.debug)(
+            "warmed %d draft prompts of %s, restored %d from files (%d of %d held) in %.1f s%s",
+            report["warmed"], collection, report["restored"], report["total"],
+            report["chunks"], report["seconds"], f"; not all: {reason}" if reason else "")
         return report
 
     def _prefill_all(self, draft, chunks, report: dict, epoch: str | None = None) -> str:
@@ -190,8 +187,6 @@ class StateWarmer:
         for chunk in chunks:
             try:
                 states = self._prefill(draft, chunk, epoch, report)
-            except WorkerDied as err:  # the next question restarts it; do not do it here
-                return f"the draft model's process ended: {err}"
             except GenerationError as err:  # this chunk's prompt (too long, say), not the model
                 failures += 1
                 log.warning("warming chunk %s failed: %s", chunk.id, err)
@@ -208,23 +203,16 @@ class StateWarmer:
             if states["outcome"] == "stale":
                 return "chunks left the store meanwhile: warmed again after the next question"
             report["warmed"] += states["outcome"] == "stored"
+            report["restored"] += states["outcome"] == "restored"
             report["total"] += 1
         return ""
 
     def _prefill(self, draft, chunk, epoch, report: dict):
-        """One chunk's prefill, started again after each request that interrupted it
-        (counted in ``report``); "stopped" when the warmer closes first."""
-        interrupted = 0
-        while True:
-            while not self.idle() and not self._stop.is_set():
-                time.sleep(self.poll_s)  # questions first
-            if self._stop.is_set():
-                return "stopped"
-            states = draft.prefill(build_messages("", [chunk], "draft", self.prompt_tokens),
-                                   self.fill, epoch)
-            if states is None or states["outcome"] != "interrupted":
-                return states
-            interrupted += 1
-            report["interrupted"] += 1
-            # requests that bypass ``idle`` (a tuning job's) would stop every retry at once
-            self._stop.wait(min(2.0, 0.05 * interrupted))
+        """One chunk's prefill once no question is in flight; "stopped" when the warmer
+        closes first."""
+        while not self.idle() and not self._stop.is_set():
+            time.sleep(self.poll_s)  # questions first
+        if self._stop.is_set():
+            return "stopped"
+        return draft.prefill(build_messages("", [chunk], "draft", self.prompt_tokens),
+                             self.fill, epoch)

@@ -247,7 +247,9 @@ class Store:
 
     def _states_gone(self) -> None:
         """Chunks left the store: the draft model's prompt states (KV cells of their text,
-        in its memory and on disk) must not outlive them (``generators.state_files``)."""
+        in its server's cache and in slot files) must not outlive them: the files go now,
+        and each model server starts again before its next request
+        (``generators.llama_server``)."""
         from specrag.generators.state_folders import invalidate, root_for
 
         try:

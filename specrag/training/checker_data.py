@@ -57,7 +57,7 @@ from specrag.types import SpecragError
 
 # settings that change a draft or its verdict (paths, threads and caches do not)
 HASHED = ("profile", "models", "embedder", "chunking", "retrieval", "verify")
-OPERATIONAL = ("threads", "prompt_cache", "warm_states", "local_isolation", "extra_bufts")
+OPERATIONAL = ("threads", "prompt_cache", "warm_states")
 MAX_FAILURES = 5  # in a row: the draft model is gone, stop instead of skipping everything
 PLAN_VERSION = "v2"  # a new plan, not the kept one, when ``checker_plan`` draws otherwise
 

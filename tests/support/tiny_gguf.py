@@ -68,13 +68,45 @@ def write_tiny_qwen2(real: Path, out: Path, seed: int = 0, arch: str = "qwen2") 
 
 def llama_logits(path, ids, lora_path="") -> np.ndarray:
     """Logits at every position of ``ids`` from llama.cpp (with an adapter file, if given)."""
-    from specrag.generators.worker_child import load_llama
+    import llama_cpp.llama_cpp as low  # the compiled extra, which quantising needs anyway
+    from llama_cpp import Llama
 
-    # loaded as the product loads a model: no repacking into AMX buffers, whose first
-    # multiply faults on some virtualised Intel hosts and would end the whole test run
-    llm = load_llama(str(path), {"n_ctx": 64, "logits_all": True, "n_threads": 2,
-                                 "use_extra_bufts": False, "lora_path": str(lora_path)})
+    # no repacking into AMX buffers, whose first multiply faults on some virtualised
+    # Intel hosts and would end the whole test run; ``Llama`` has no argument for it
+    original = low.llama_model_default_params
+
+    def defaults():
+        p = original()
+        p.use_extra_bufts = False
+        return p
+
+    low.llama_model_default_params = defaults
+    try:
+        llm = Llama(str(path), n_ctx=64, logits_all=True, n_threads=2, verbose=False)
+    finally:
+        low.llama_model_default_params = original
+    if lora_path:
+        _set_adapter(llm, lora_path)
     llm.eval(ids)
     out = np.array(llm.scores[:len(ids)])
     llm.close()
     return out
+
+
+def _set_adapter(llm, lora_path) -> None:
+    """Add the LoRA adapter at ``lora_path`` to ``llm``'s context, as llama.cpp's server
+    does at load time; a RuntimeError when llama.cpp refuses it (another base model)."""
+    import ctypes
+
+    import llama_cpp.llama_cpp as low
+
+    adapter = low.llama_adapter_lora_init(llm._model.model, str(lora_path).encode("utf-8"))
+    if not adapter:
+        llm.close()
+        raise RuntimeError(f"llama.cpp could not load the LoRA adapter {lora_path} "
+                           "(another base model?)")
+    llm._stack.callback(lambda: low.llama_adapter_lora_free(adapter))
+    adapters = (low.llama_adapter_lora_p_ctypes * 1)(adapter)
+    if low.llama_set_adapters_lora(llm._ctx.ctx, adapters, 1, (ctypes.c_float * 1)(1.0)):
+        llm.close()
+        raise RuntimeError(f"llama.cpp could not set the LoRA adapter {lora_path}")
