@@ -28,8 +28,8 @@ _COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,48}[a-z0-9]$|^[a-z0-9]$")
 
 
 def check_collection_name(name: str) -> str:
-    """``name`` when it is a valid knowledge-base name, else a ``SpecragError`` saying why.
-    The same rule as ``retrieval.store.check_collection_name``."""
+    """``name`` when it is a valid knowledge-base name (a Chroma collection suffix), else a
+    ``SpecragError`` saying why."""
     if not _COLLECTION_NAME.match(name or ""):
         raise SpecragError(f"collection name '{name}' is invalid: use 1-50 lowercase letters, "
                            "digits, '-' or '_', starting and ending with a letter or digit")

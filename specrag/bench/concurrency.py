@@ -39,8 +39,8 @@ from pathlib import Path
 from specrag.bench.metrics import percentile
 from specrag.generators import llama_server
 from specrag.ingest.ingestor import Ingestor
-from specrag.pipeline.build import build_service
 from specrag.ingest.sample import SampleKB
+from specrag.pipeline.build import build_service
 
 # first ones also asked by ``bench policy-timing``
 A = "How many days of paid annual leave do employees get?"

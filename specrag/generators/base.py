@@ -5,8 +5,9 @@ and ``specrag.testing``'s fake) implements ``stream(messages, max_tokens=..., te
 async iterator of ``str`` deltas ending with a ``Usage`` record (tokens in/out, time to
 first token, total time). Closing the iterator early (``aclose()`` or task
 cancellation) must stop the generation; backends that run in a thread check a flag
-between tokens. Backends are registered by name; ``make_generator(spec)`` builds one
-from a ``"backend:model"`` string.
+between tokens. Backends are registered by name, the shipped ones imported only when
+first named (``BACKENDS``); ``make_generator(spec)`` builds one from a
+``"backend:model"`` string.
 
 Deliberately not here: prompts (``prompts``), retries/failover (resilience issue),
 prices (``costs``).
@@ -15,6 +16,7 @@ prices (``costs``).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import threading
 import time
@@ -72,28 +74,34 @@ def register(name: str):
     return deco
 
 
-def _load_backends() -> None:
-    from specrag.generators import (  # noqa: F401
-        anthropic_backend,
-        llama_server,
-        openai_compat,
-        transformers_backend,
-    )
+# the shipped backends, by name -> the module that registers it: imported when first
+# named, so building one backend never loads the others' dependencies (``anthropic``,
+# ``transformers``); other code registers more by importing its module (``testing``'s fake)
+BACKENDS = {"llama-server": "specrag.generators.llama_server",
+            "transformers": "specrag.generators.transformers_backend",
+            "openai": "specrag.generators.openai_compat",
+            "anthropic": "specrag.generators.anthropic_backend"}
+
+
+def _load(backend: str) -> None:
+    if backend not in _REGISTRY and backend in BACKENDS:
+        importlib.import_module(BACKENDS[backend])
 
 
 def is_local_backend(name: str) -> bool:
     """Whether a backend runs on this machine (it costs nothing, is not retried, and its
     speed says nothing about an outage): its class says so with ``local = True``."""
-    _load_backends()
-    return bool(getattr(_REGISTRY.get(canonical(name)), "local", False))
+    name = canonical(name)
+    _load(name)
+    return bool(getattr(_REGISTRY.get(name), "local", False))
 
 
 def _factory(backend: str, spec: str = "") -> Callable[..., Generator]:
-    _load_backends()
     backend = canonical(backend)
+    _load(backend)
     if backend not in _REGISTRY:
         raise ValueError(f"unknown generator backend '{backend}' in '{spec or backend}'; "
-                         f"known: {', '.join(sorted(_REGISTRY))}")
+                         f"known: {', '.join(sorted(set(BACKENDS) | set(_REGISTRY)))}")
     return _REGISTRY[backend]
 
 

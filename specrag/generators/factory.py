@@ -16,8 +16,14 @@ from __future__ import annotations
 import os
 
 from specrag import sources
-from specrag.generators.base import (ALIASES, Generator, canonical, check_options,
-                                     is_local_backend, make_generator)
+from specrag.generators.base import (
+    ALIASES,
+    Generator,
+    canonical,
+    check_options,
+    is_local_backend,
+    make_generator,
+)
 from specrag.generators.state_folders import root_for
 from specrag.settings import Settings
 

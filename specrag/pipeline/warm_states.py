@@ -40,8 +40,8 @@ import threading
 import time
 
 from specrag.generators.base import GenerationError
-from specrag.pipeline import profile
 from specrag.generators.state_folders import read_epoch, root_for
+from specrag.pipeline import profile
 from specrag.pipeline.prompts import PROMPT_TOKENS, build_messages
 from specrag.security import redacting
 

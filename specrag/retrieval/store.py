@@ -23,7 +23,6 @@ Deliberately not here: embedding, parsing, chunking (``ingest`` wires those up).
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from dataclasses import replace
 from urllib.parse import urlparse
@@ -35,19 +34,11 @@ from specrag.retrieval import scrub as scrubbing
 from specrag.retrieval.keyword import KeywordIndex
 from specrag.retrieval.records import chunk_meta, cosine, dense, read, to_chunk, to_info
 from specrag.settings import Settings
-from specrag.types import Chunk, DocumentInfo, Hit, SpecragError
+from specrag.types import Chunk, DocumentInfo, Hit, SpecragError, check_collection_name
 
 log = logging.getLogger(__name__)
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,48}[a-z0-9]$|^[a-z0-9]$")
 _CHUNKS, _DOCS = "specrag_chunks_", "specrag_docs_"
-
-
-def check_collection_name(name: str) -> str:
-    if not _NAME.match(name or ""):
-        raise SpecragError(f"collection name '{name}' is invalid: use 1-50 lowercase letters, "
-                           "digits, '-' or '_', starting and ending with a letter or digit")
-    return name
 
 
 class Store:
