@@ -227,7 +227,6 @@ class LlamaServerGenerator:
         if states_dir and persist_states and prompt_cache and model_path:
             self.files = SlotFiles(states_dir, model_path,
                                    {"n_ctx": n_ctx, "lora_path": lora_path}, states_mb)
-            self.config["slot_save_path"] = self.files.save_path
         self._live: set[str] = set()  # prompts the running process has (saved or restored)
         self._live_pid: int | None = None
         self.log_dir = Path(log_dir) if log_dir else None
@@ -240,8 +239,9 @@ class LlamaServerGenerator:
         if self._server is None:
             if self.log_dir:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
-            if self.files is not None:
+            if self.files is not None:  # the model file exists by now: its folder
                 self.files.prepare()
+                self.config["slot_save_path"] = self.files.save_path
             self._server = shared_server(self.config, self.log_dir, self.role,
                                          self.states_dir or None)
         return self._server

@@ -47,10 +47,15 @@ class SlotFiles:
     def __init__(self, root: str | os.PathLike, model_path: str | os.PathLike,
                  params: dict, budget_mb: int = BUDGET_MB, timeout_s: float = 60.0):
         self.root = Path(root)
-        self.folder = model_folder(root, model_path, params)
         self.model_path, self.params = model_path, params
         self.budget = budget_mb * 2**20
         self.timeout_s = timeout_s
+
+    @property
+    def folder(self) -> Path:
+        """This model's folder (read from the model file when asked: building a generator
+        touches no file, its model may not be resolved yet)."""
+        return model_folder(self.root, self.model_path, self.params)
 
     @property
     def save_path(self) -> str:
